@@ -1,0 +1,62 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "hubcast",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "hubcast", targets: ["hubcast"]),
+        .library(name: "Kafka", targets: ["Kafka"]),
+        .library(name: "News", targets: ["News"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+    ],
+    targets: [
+        // C seams: one system-library target per C library, nothing else calls C.
+        .systemLibrary(
+            name: "CRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+
+        // Kafka client on librdkafka: consumer, producer, dev broker (mock cluster).
+        .target(
+            name: "Kafka",
+            dependencies: [
+                "CRdKafka",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The news item: schema, decoding, validation, category ↔ topic mapping.
+        .target(name: "News"),
+        // Publishing news items to their category topics (`hubcast produce`).
+        .target(
+            name: "Newsroom",
+            dependencies: [
+                "Kafka", "News",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The CLI: parsing and wiring only.
+        .executableTarget(
+            name: "hubcast",
+            dependencies: [
+                "Kafka", "News", "Newsroom",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+
+        .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "TestSupport"]),
+        // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.
+        .target(name: "TestSupport", dependencies: ["Kafka"], path: "Tests/TestSupport"),
+    ],
+    swiftLanguageModes: [.v6]
+)

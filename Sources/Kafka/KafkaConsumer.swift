@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// A consumer-group member: messages as an `AsyncSequence`, explicit commits, pause/resume.
+///
+/// `run()` drives librdkafka's poll loop on a thread of its own; it must be running while
+/// `messages` is iterated. The poll loop never stops for backpressure (librdkafka would leave the
+/// group after `max.poll.interval.ms`): when the buffer is full it pauses the partitions instead.
+public final class KafkaConsumer: Service, Sendable {
+    /// Called on the poll thread when partitions arrive or leave, before they leave.
+    public struct RebalanceHandlers: Sendable {
+        public var onAssign: @Sendable ([TopicPartition]) -> Void
+        /// Finish (commit) or abandon the partitions' pending work here; they are gone after it returns.
+        public var onRevoke: @Sendable ([TopicPartition]) -> Void
+
+        public init(
+            onAssign: @escaping @Sendable ([TopicPartition]) -> Void = { _ in },
+            onRevoke: @escaping @Sendable ([TopicPartition]) -> Void = { _ in }
+        ) {
+            self.onAssign = onAssign
+            self.onRevoke = onRevoke
+        }
+    }
+
+    private let client: RDKafkaClient
+    private let buffer = MessageBuffer()
+    private let pauses: Shared<PauseController>
+    private let stopRequested = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
+    private let logger: Logger
+    public let configuration: KafkaConsumerConfiguration
+
+    public init(
+        configuration: KafkaConsumerConfiguration, handlers: RebalanceHandlers = RebalanceHandlers(),
+        logger: Logger
+    ) throws(KafkaError) {
+        guard !configuration.topics.isEmpty else { throw .configuration("the consumer has no topics to subscribe to") }
+        guard !configuration.groupID.isEmpty else { throw .configuration("the consumer group id is empty") }
+        self.configuration = configuration
+        self.logger = logger
+        let pauses = Shared(PauseController(capacity: configuration.bufferCapacity))
+        self.pauses = pauses
+        let buffer = self.buffer
+        client = try RDKafkaClient(
+            role: .consumer, properties: configuration.librdkafkaProperties, logger: logger,
+            onRebalance: { kind, partitions in
+                switch kind {
+                case .assign:
+                    pauses.withLock { $0.assigned(partitions) }
+                    logger.info("Partitions assigned", metadata: ["partitions": "\(partitions)"])
+                    handlers.onAssign(partitions)
+                case .revoke:
+                    let revoked = Set(partitions)
+                    pauses.withLock { $0.revoked(partitions) }
+                    buffer.removeAll { revoked.contains($0.topicPartition) }
+                    logger.info("Partitions revoked", metadata: ["partitions": "\(partitions)"])
+                    handlers.onRevoke(partitions)
+                }
+            })
+        try client.subscribe(topics: configuration.topics)
+    }
+
+    /// The messages of the assigned partitions, in order within each partition.
+    public var messages: Messages { Messages(buffer: buffer) }
+
+    /// Polls until shut down gracefully, cancelled or `stop()`ped; then leaves the group.
+    public func run() async throws {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else {
+            throw KafkaError.configuration("KafkaConsumer.run() was called twice")
+        }
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    let thread = Thread { [self] in
+                        pollLoop()
+                        continuation.resume()
+                    }
+                    thread.name = "hubcast-kafka-consumer"
+                    thread.start()
+                }
+            } onGracefulShutdown: {
+                self.stop()
+            }
+        } onCancel: {
+            self.stop()
+        }
+    }
+
+    /// Stops polling; `run()` returns after the consumer has left its group.
+    public func stop() {
+        stopRequested.store(true, ordering: .releasing)
+    }
+
+    /// Commits the next offsets to read; throws if the broker refuses any of them.
+    public func commit(_ offsets: [TopicPartitionOffset]) async throws(KafkaError) {
+        let client = self.client
+        try await Blocking.run { () throws(KafkaError) in try client.commit(offsets) }
+    }
+
+    /// Blocking commit for use inside a revoke handler, which already runs off the Swift pool.
+    public func commitBlocking(_ offsets: [TopicPartitionOffset]) throws(KafkaError) {
+        try client.commit(offsets)
+    }
+
+    /// The group's committed offsets (next offset to read) for these partitions.
+    public func committed(_ partitions: [TopicPartition], timeout: Duration = .seconds(10)) async throws(KafkaError) -> [TopicPartition: Int64] {
+        let client = self.client
+        let ms = Int32(timeout.components.seconds * 1000)
+        return try await Blocking.run { () throws(KafkaError) in try client.committed(partitions, timeoutMs: ms) }
+    }
+
+    /// Holds delivery from these partitions until `resume`; the member stays in its group.
+    public func pause(_ partitions: [TopicPartition]) {
+        pauses.withLock { $0.pauseByUser(partitions) }
+    }
+
+    public func resume(_ partitions: [TopicPartition]) {
+        pauses.withLock { $0.resumeByUser(partitions) }
+    }
+
+    /// The partitions currently assigned to this member.
+    public var assignment: Set<TopicPartition> { pauses.withLock { $0.assignment } }
+
+    /// The partitions currently paused, by the application or by backpressure.
+    public var pausedPartitions: Set<TopicPartition> { pauses.withLock { $0.paused } }
+
+    /// Proves a broker answers before the consumer is relied on.
+    public func checkReachable(timeout: Duration) async throws(KafkaError) {
+        let client = self.client
+        let ms = Int32(timeout.components.seconds * 1000)
+        try await Blocking.run { () throws(KafkaError) in try client.checkReachable(timeoutMs: ms) }
+    }
+
+    private func pollLoop() {
+        while !stopRequested.load(ordering: .acquiring) {
+            switch client.poll(timeoutMs: 100) {
+            case .message(let message):
+                // A message fetched just before a revoke may still surface; it is not ours now.
+                if pauses.withLock({ $0.assignment.contains(message.topicPartition) }) {
+                    buffer.append(message)
+                }
+            case .error(let error):
+                logger.warning("Consume error", metadata: ["error": "\(error)"])
+            case .nothing:
+                break
+            }
+            let changes = pauses.withLock { $0.reconcile(buffered: buffer.count) }
+            if !changes.isEmpty {
+                client.pause(changes.pause)
+                client.resume(changes.resume)
+                logger.debug("Pause state changed", metadata: ["paused": "\(changes.pause)", "resumed": "\(changes.resume)"])
+            }
+        }
+        client.consumerClose()
+        buffer.finish()
+        client.destroy()
+    }
+
+    /// The consumer's messages; iterate from one task only.
+    public struct Messages: AsyncSequence, Sendable {
+        public typealias Element = KafkaMessage
+        let buffer: MessageBuffer
+
+        public func makeAsyncIterator() -> Iterator { Iterator(buffer: buffer) }
+
+        public struct Iterator: AsyncIteratorProtocol {
+            let buffer: MessageBuffer
+            public mutating func next() async -> KafkaMessage? { await buffer.next() }
+        }
+
+        /// Waits for one message, then takes whatever else is already buffered, up to `max`.
+        public func nextBatch(max: Int) async -> [KafkaMessage] {
+            guard let first = await buffer.next() else { return [] }
+            return [first] + buffer.drain(max: max - 1)
+        }
+    }
+}

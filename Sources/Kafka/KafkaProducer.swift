@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Publishes messages and awaits each one's delivery report.
+public final class KafkaProducer: Sendable {
+    private let client: RDKafkaClient
+    private let closed = Shared(false)
+    private let pollThreadDone = DispatchSemaphore(value: 0)
+
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
+        client = try RDKafkaClient(role: .producer, properties: configuration.librdkafkaProperties, logger: logger)
+        let thread = Thread { [client, closed, pollThreadDone] in
+            // Delivery reports are served here, so senders never block a Swift thread.
+            while !closed.withLock({ $0 }) { client.servePoll(timeoutMs: 100) }
+            pollThreadDone.signal()
+        }
+        thread.name = "hubcast-kafka-producer"
+        thread.start()
+    }
+
+    deinit {
+        if !markClosed() { pollThreadDone.wait() }
+    }
+
+    /// Sets the closed flag; true when it was already set.
+    private func markClosed() -> Bool {
+        closed.withLock { closed in
+            defer { closed = true }
+            return closed
+        }
+    }
+
+    /// Proves a broker answers before the producer is relied on.
+    public func checkReachable(timeout: Duration) async throws(KafkaError) {
+        let client = self.client
+        let ms = Int32(timeout.components.seconds * 1000)
+        try await Blocking.run { () throws(KafkaError) in try client.checkReachable(timeoutMs: ms) }
+    }
+
+    /// Number of partitions of `topic`, or nil when the cluster does not have it.
+    public func partitionCount(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Int? {
+        let client = self.client
+        let ms = Int32(timeout.components.seconds * 1000)
+        return try await Blocking.run { () throws(KafkaError) in try client.partitionCount(topic: topic, timeoutMs: ms) }
+    }
+
+    /// Sends one message and returns once the broker has it (or librdkafka gave up).
+    public func send(
+        topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = []
+    ) async throws -> DeliveryReport {
+        while true {
+            guard !closed.withLock({ $0 }) else { throw KafkaError.shutDown }
+            do {
+                return try await withCheckedThrowingContinuation { continuation in
+                    let box = Unmanaged.passRetained(DeliveryBox(continuation, topic: topic))
+                    do {
+                        try value.withUnsafeBytes { bytes in
+                            try client.produce(
+                                topic: topic, partition: partition, key: key, value: bytes, headers: headers,
+                                opaque: box.toOpaque())
+                        }
+                    } catch {
+                        box.release()
+                        continuation.resume(throwing: error)
+                    }
+                }
+            } catch let error as KafkaError where error.isQueueFull {
+                // librdkafka's queue is full: wait for deliveries to make room rather than fail.
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
+    /// Waits for outstanding deliveries (up to `timeout`), then stops the producer.
+    public func close(timeout: Duration = .seconds(30)) async throws(KafkaError) {
+        guard !closed.withLock({ $0 }) else { return }
+        let client = self.client
+        let ms = Int32(timeout.components.seconds * 1000)
+        let result: Result<Void, KafkaError> = await Blocking.runCatching { () throws(KafkaError) in try client.flush(timeoutMs: ms) }
+        if !markClosed() {
+            let done = pollThreadDone
+            await Blocking.wait(done)
+        }
+        try result.get()
+    }
+}

@@ -1,0 +1,367 @@
+import CRdKafka
+import Logging
+import Synchronization
+
+/// Owns one `rd_kafka_t` handle; the only place (with `RDKafkaMockCluster`) that calls librdkafka.
+final class RDKafkaClient: @unchecked Sendable {
+    enum Role { case consumer, producer }
+
+    /// What a rebalance callback tells the consumer.
+    enum Rebalance { case assign, revoke }
+
+    /// One result of polling the consumer.
+    enum PollResult {
+        case message(KafkaMessage)
+        case error(KafkaError)
+        case nothing
+    }
+
+    // Mutable only before the handle exists; librdkafka serialises its own callbacks.
+    final class Callbacks: @unchecked Sendable {
+        let logger: Logger
+        var onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> Void)?
+        // The rebalance callback must assign through the client that owns the handle.
+        weak var client: RDKafkaClient?
+        init(logger: Logger) { self.logger = logger }
+    }
+
+    private let handle: OpaquePointer
+    private let callbacks: Callbacks
+    private let destroyed = Atomic<Bool>(false)
+    // The poll thread alone reads messages, so the topic name cache needs no lock.
+    private var topicNames: [OpaquePointer: String] = [:]
+
+    init(
+        role: Role, properties: [String: String], logger: Logger,
+        onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> Void)? = nil
+    ) throws(KafkaError) {
+        let conf = rd_kafka_conf_new()!
+        var errorText = [CChar](repeating: 0, count: 512)
+        for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+            let result = rd_kafka_conf_set(conf, key, value, &errorText, errorText.count)
+            if result != RD_KAFKA_CONF_OK {
+                rd_kafka_conf_destroy(conf)
+                let shown = KafkaConfiguration.secretProperties.contains(key) ? "<redacted>" : value
+                throw .configuration(
+                    "Kafka property \(key)=\(shown) is not accepted: \(string(errorText))"
+                )
+            }
+        }
+        let callbacks = Callbacks(logger: logger)
+        callbacks.onRebalance = onRebalance
+        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(callbacks).toOpaque())
+        rd_kafka_conf_set_log_cb(conf, rdLogCallback)
+        rd_kafka_conf_set_error_cb(conf, rdErrorCallback)
+        switch role {
+        case .consumer: rd_kafka_conf_set_rebalance_cb(conf, rdRebalanceCallback)
+        case .producer: rd_kafka_conf_set_dr_msg_cb(conf, rdDeliveryCallback)
+        }
+        let type = role == .consumer ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER
+        guard let handle = rd_kafka_new(type, conf, &errorText, errorText.count) else {
+            rd_kafka_conf_destroy(conf)
+            throw .configuration(string(errorText))
+        }
+        if role == .consumer { rd_kafka_poll_set_consumer(handle) }
+        self.handle = handle
+        self.callbacks = callbacks
+        callbacks.client = self
+    }
+
+    deinit { destroy() }
+
+    /// Frees the handle; a consumer must be closed with `consumerClose()` first.
+    func destroy() {
+        guard !destroyed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        rd_kafka_destroy(handle)
+    }
+
+    /// Asks the cluster for metadata: proves that a broker answers.
+    func checkReachable(timeoutMs: Int32) throws(KafkaError) {
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 0, nil, &metadata, timeoutMs)
+        if let metadata { rd_kafka_metadata_destroy(metadata) }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw .unreachable("no Kafka broker answered within \(timeoutMs) ms: \(String(cString: rd_kafka_err2str(err)))")
+        }
+    }
+
+    /// Number of partitions of a topic, or nil when the cluster does not know it.
+    func partitionCount(topic: String, timeoutMs: Int32) throws(KafkaError) -> Int? {
+        guard let rkt = rd_kafka_topic_new(handle, topic, nil) else { return nil }
+        defer { rd_kafka_topic_destroy(rkt) }
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 0, rkt, &metadata, timeoutMs)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw .rdKafka(err, context: "metadata for \(topic)") }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        guard metadata.pointee.topic_cnt > 0 else { return nil }
+        let t = metadata.pointee.topics[0]
+        return t.err == RD_KAFKA_RESP_ERR_NO_ERROR ? Int(t.partition_cnt) : nil
+    }
+
+    // MARK: Consumer
+
+    func subscribe(topics: [String]) throws(KafkaError) {
+        let list = makeList(topics.map { TopicPartitionOffset(TopicPartition(topic: $0, partition: RD_KAFKA_PARTITION_UA), offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let err = rd_kafka_subscribe(handle, list)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "subscribe to \(topics)") }
+    }
+
+    func poll(timeoutMs: Int32) -> PollResult {
+        guard let message = rd_kafka_consumer_poll(handle, timeoutMs) else { return .nothing }
+        defer { rd_kafka_message_destroy(message) }
+        let m = message.pointee
+        guard m.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            let topic = m.rkt.map { topicName($0) }
+            return .error(.rdKafka(m.err, context: topic.map { "consume from \($0)[\(m.partition)]" }))
+        }
+        let value: [UInt8] = m.payload.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? []
+        let key: [UInt8]? = m.key.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: m.key_len)) }
+        var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let timestamp = rd_kafka_message_timestamp(message, &type)
+        return .message(KafkaMessage(
+            topic: m.rkt.map { topicName($0) } ?? "", partition: m.partition, offset: m.offset,
+            key: key, value: value, headers: headers(of: message),
+            timestampMs: type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp))
+    }
+
+    func commit(_ offsets: [TopicPartitionOffset]) throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        let list = makeList(offsets)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let err = rd_kafka_commit(handle, list, 0)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "commit \(offsets)") }
+        try checkPartitionErrors(list, context: "commit")
+    }
+
+    /// The committed offsets of the given partitions (nil where none is committed).
+    func committed(_ partitions: [TopicPartition], timeoutMs: Int32) throws(KafkaError) -> [TopicPartition: Int64] {
+        let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let err = rd_kafka_committed(handle, list, timeoutMs)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "committed offsets") }
+        var result: [TopicPartition: Int64] = [:]
+        for entry in read(list) where entry.offset >= 0 { result[entry.topicPartition] = entry.offset }
+        return result
+    }
+
+    func pause(_ partitions: [TopicPartition]) {
+        setPaused(partitions, paused: true)
+    }
+
+    func resume(_ partitions: [TopicPartition]) {
+        setPaused(partitions, paused: false)
+    }
+
+    private func setPaused(_ partitions: [TopicPartition], paused: Bool) {
+        guard !partitions.isEmpty else { return }
+        let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let err = paused ? rd_kafka_pause_partitions(handle, list) : rd_kafka_resume_partitions(handle, list)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            callbacks.logger.warning("Could not change pause state", metadata: ["error": "\(KafkaError.rdKafka(err))"])
+        }
+    }
+
+    /// Leaves the group (running the final revoke) and stops fetching.
+    func consumerClose() {
+        let err = rd_kafka_consumer_close(handle)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            callbacks.logger.warning("Consumer close reported an error", metadata: ["error": "\(KafkaError.rdKafka(err))"])
+        }
+    }
+
+    // Called on the poll thread, from inside rd_kafka_consumer_poll.
+    fileprivate func rebalance(_ err: rd_kafka_resp_err_t, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+        let partitions = read(list).map(\.topicPartition)
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(handle)) == "COOPERATIVE"
+        switch err {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if cooperative {
+                if let error = rd_kafka_incremental_assign(handle, list) { logAndFree(error) }
+            } else {
+                rd_kafka_assign(handle, list)
+            }
+            callbacks.onRebalance?(.assign, partitions)
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            // The application finishes (or abandons) the revoked partitions' work before they go.
+            callbacks.onRebalance?(.revoke, partitions)
+            if cooperative {
+                if let error = rd_kafka_incremental_unassign(handle, list) { logAndFree(error) }
+            } else {
+                rd_kafka_assign(handle, nil)
+            }
+        default:
+            callbacks.logger.warning("Rebalance failed", metadata: ["error": "\(KafkaError.rdKafka(err))"])
+            callbacks.onRebalance?(.revoke, partitions)
+            rd_kafka_assign(handle, nil)
+        }
+    }
+
+    // MARK: Producer
+
+    /// Enqueues one message; `opaque` comes back in the delivery callback.
+    func produce(
+        topic: String, partition: Int32?, key: [UInt8]?, value: UnsafeRawBufferPointer,
+        headers: [KafkaHeader], opaque: UnsafeMutableRawPointer
+    ) throws(KafkaError) {
+        var rdHeaders: OpaquePointer?
+        if !headers.isEmpty {
+            rdHeaders = rd_kafka_headers_new(headers.count)
+            for header in headers {
+                if let v = header.value {
+                    v.withUnsafeBytes { _ = rd_kafka_header_add(rdHeaders, header.name, -1, $0.baseAddress, $0.count) }
+                } else {
+                    _ = rd_kafka_header_add(rdHeaders, header.name, -1, nil, 0)
+                }
+            }
+        }
+        let err: rd_kafka_resp_err_t = (key ?? []).withUnsafeBytes { keyBytes in
+            hubcast_rd_kafka_produce(
+                handle, topic, partition ?? RD_KAFKA_PARTITION_UA,
+                key == nil ? nil : keyBytes.baseAddress, key == nil ? 0 : keyBytes.count,
+                value.baseAddress, value.count, rdHeaders, opaque)
+        }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            // On success librdkafka owns the headers; on failure they are still ours.
+            if let rdHeaders { rd_kafka_headers_destroy(rdHeaders) }
+            throw .rdKafka(err, context: "produce to \(topic)")
+        }
+    }
+
+    /// Serves delivery reports and error callbacks.
+    func servePoll(timeoutMs: Int32) {
+        rd_kafka_poll(handle, timeoutMs)
+    }
+
+    func flush(timeoutMs: Int32) throws(KafkaError) {
+        let err = rd_kafka_flush(handle, timeoutMs)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "flush") }
+    }
+
+    var outQueueLength: Int { Int(rd_kafka_outq_len(handle)) }
+
+    // MARK: Helpers
+
+    private func topicName(_ rkt: OpaquePointer) -> String {
+        if let name = topicNames[rkt] { return name }
+        let name = String(cString: rd_kafka_topic_name(rkt))
+        topicNames[rkt] = name
+        return name
+    }
+
+    private func headers(of message: UnsafeMutablePointer<rd_kafka_message_t>) -> [KafkaHeader] {
+        var hdrs: OpaquePointer?
+        guard rd_kafka_message_headers(message, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR, let hdrs else { return [] }
+        var result: [KafkaHeader] = []
+        var index = 0
+        var name: UnsafePointer<CChar>?
+        var value: UnsafeRawPointer?
+        var size = 0
+        while rd_kafka_header_get_all(hdrs, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+            let bytes = value.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: size)) }
+            result.append(KafkaHeader(name: name.map { String(cString: $0) } ?? "", value: bytes))
+            index += 1
+        }
+        return result
+    }
+
+    private func makeList(_ entries: [TopicPartitionOffset]) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {
+        let list = rd_kafka_topic_partition_list_new(Int32(entries.count))!
+        for entry in entries {
+            let element = rd_kafka_topic_partition_list_add(list, entry.topicPartition.topic, entry.topicPartition.partition)!
+            element.pointee.offset = entry.offset
+        }
+        return list
+    }
+
+    private func read(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [TopicPartitionOffset] {
+        (0..<Int(list.pointee.cnt)).map { i in
+            let e = list.pointee.elems[i]
+            return TopicPartitionOffset(TopicPartition(topic: String(cString: e.topic), partition: e.partition), offset: e.offset)
+        }
+    }
+
+    private func checkPartitionErrors(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>, context: String) throws(KafkaError) {
+        for i in 0..<Int(list.pointee.cnt) where list.pointee.elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            let e = list.pointee.elems[i]
+            throw .rdKafka(e.err, context: "\(context) \(String(cString: e.topic))[\(e.partition)]")
+        }
+    }
+
+    private func logAndFree(_ error: OpaquePointer) {
+        callbacks.logger.warning("Incremental rebalance failed", metadata: ["error": "\(String(cString: rd_kafka_error_string(error)))"])
+        rd_kafka_error_destroy(error)
+    }
+
+    fileprivate static func callbacks(of rk: OpaquePointer?) -> Callbacks? {
+        guard let rk, let opaque = rd_kafka_opaque(rk) else { return nil }
+        return Unmanaged<Callbacks>.fromOpaque(opaque).takeUnretainedValue()
+    }
+
+}
+
+/// Resumes the Swift continuation stored as a produced message's opaque pointer.
+final class DeliveryBox: @unchecked Sendable {
+    let continuation: CheckedContinuation<DeliveryReport, any Error>
+    let topic: String
+    init(_ continuation: CheckedContinuation<DeliveryReport, any Error>, topic: String) {
+        self.continuation = continuation
+        self.topic = topic
+    }
+}
+
+private func rdLogCallback(_ rk: OpaquePointer?, _ level: Int32, _ facility: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?) {
+    guard let callbacks = RDKafkaClient.callbacks(of: rk) else { return }
+    let logLevel: Logger.Level = switch level {
+    case ...3: .error
+    case 4: .warning
+    case 5, 6: .info
+    default: .debug
+    }
+    callbacks.logger.log(
+        level: logLevel, "librdkafka",
+        metadata: ["facility": "\(facility.map { String(cString: $0) } ?? "")", "message": "\(text.map { String(cString: $0) } ?? "")"])
+}
+
+private func rdErrorCallback(_ rk: OpaquePointer?, _ err: Int32, _ reason: UnsafePointer<CChar>?, _ opaque: UnsafeMutableRawPointer?) {
+    guard let opaque else { return }
+    let callbacks = Unmanaged<RDKafkaClient.Callbacks>.fromOpaque(opaque).takeUnretainedValue()
+    let code = rd_kafka_resp_err_t(rawValue: err)
+    callbacks.logger.warning(
+        "Kafka client error",
+        metadata: ["error": "\(String(cString: rd_kafka_err2name(code)))", "reason": "\(reason.map { String(cString: $0) } ?? "")"])
+}
+
+private func rdRebalanceCallback(
+    _ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t,
+    _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, _ opaque: UnsafeMutableRawPointer?
+) {
+    guard let rk, let list else { return }
+    guard let client = RDKafkaClient.callbacks(of: rk)?.client else {
+        rd_kafka_assign(rk, err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? list : nil)
+        return
+    }
+    client.rebalance(err, list)
+}
+
+private func rdDeliveryCallback(_ rk: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?) {
+    guard let message, let privatePointer = message.pointee._private else { return }
+    let box = Unmanaged<DeliveryBox>.fromOpaque(privatePointer).takeRetainedValue()
+    let m = message.pointee
+    if m.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+        box.continuation.resume(returning: DeliveryReport(topic: box.topic, partition: m.partition, offset: m.offset))
+    } else {
+        box.continuation.resume(throwing: KafkaError.rdKafka(m.err, context: "deliver to \(box.topic)"))
+    }
+}
+
+extension RDKafkaClient {
+    /// For the mock cluster, which is created from a handle; the pointer stays in this folder.
+    func withHandle<T>(_ body: (OpaquePointer) -> T) -> T { body(handle) }
+}
+
+/// Text that librdkafka wrote into a zero-terminated buffer.
+private func string(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}

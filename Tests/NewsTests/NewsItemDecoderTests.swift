@@ -1,0 +1,114 @@
+import News
+import Testing
+
+@Suite struct NewsItemDecoderTests {
+    let decoder = NewsItemDecoder()
+
+    private func error(_ json: String, topicCategory: String? = nil, decoder: NewsItemDecoder = NewsItemDecoder()) -> NewsItemError? {
+        do {
+            _ = try decoder.decode(Array(json.utf8), topicCategory: topicCategory)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func decodesEveryField() throws {
+        let item = try decoder.decode(Array("""
+            {"id":"a1","headline":"  Big news  ","category":"World","body":"b","url":"https://x/y","imageUrl":"https://x/i.png",
+             "locale":"zh-TW","tagExpression":"World && !Sports","properties":{"k":"v"},"secure":true,
+             "publishedAt":"2026-11-22T10:00:00Z","expiresAt":"2026-11-22T12:00:00+02:00"}
+            """.utf8), topicCategory: "World")
+        #expect(item.id == "a1")
+        #expect(item.headline == "Big news")
+        #expect(item.category == "World")
+        #expect(item.tagExpression == "World && !Sports")
+        #expect(item.properties == ["k": "v"])
+        #expect(item.secure)
+        #expect(item.publishedAt?.epochSeconds == 1_795_341_600)
+        #expect(item.expiresAt?.epochSeconds == 1_795_341_600)
+        #expect(item.isExpired(atEpochSeconds: 1_795_341_600))
+        #expect(!item.isExpired(atEpochSeconds: 1_795_341_599))
+    }
+
+    @Test func malformedJSONSaysWhereItBroke() {
+        let e = error(#"{"id":"a","headline":"x""#)
+        #expect(e?.kind == .malformedJSON)
+        #expect(e?.description.contains("not valid JSON") == true)
+        #expect(e?.description.contains("expected ',' or '}' in an object at byte 24") == true)
+    }
+
+    @Test func missingHeadlineNamesTheField() {
+        let e = error(#"{"id":"a"}"#)
+        #expect(e?.kind == .schema)
+        #expect(e?.field == "headline")
+        #expect(e?.description == #"field "headline" is required"#)
+    }
+
+    @Test func oversizeMessageIsRejectedBeforeParsing() {
+        let big = #"{"id":"a","headline":""# + String(repeating: "x", count: 200) + #""}"#
+        let e = error(big, decoder: NewsItemDecoder(maxMessageBytes: 100))
+        #expect(e?.kind == .oversize)
+        #expect(e?.description == "message is \(big.utf8.count) bytes, over the 100-byte limit")
+    }
+
+    @Test func categoryMustMatchTheTopic() {
+        let e = error(#"{"id":"a","headline":"x","category":"Sports"}"#, topicCategory: "World")
+        #expect(e?.kind == .categoryMismatch)
+        #expect(e?.description == #"field "category" is "Sports" but the item was published to the World topic"#)
+        #expect(error(#"{"id":"a","headline":"x","category":"World"}"#, topicCategory: "World") == nil)
+        #expect(error(#"{"id":"a","headline":"x"}"#, topicCategory: "World") == nil)
+    }
+
+    @Test func wrongTypesNameTheFieldAndType() {
+        #expect(error(#"{"id":1,"headline":"x"}"#)?.description == #"field "id" must be a string, not number"#)
+        #expect(error(#"{"id":"a","headline":"x","users":["ok",3]}"#)?.field == "users[1]")
+        #expect(error(#"{"id":"a","headline":"x","properties":{"n":true}}"#)?.field == "properties.n")
+        #expect(error("[]")?.description == "a news item must be a JSON object, not array")
+    }
+
+    @Test func jsonParserHandlesEscapesAndRejectsBadInput() throws {
+        let item = try decoder.decode(Array(#"{"id":"\u00e9\ud83c\udf0d","headline":"a\"b\\c\/d\n"}"#.utf8))
+        #expect(item.id == "é🌍")
+        #expect(item.headline == "a\"b\\c/d")
+        #expect(error(#"{"id":"\ud800","headline":"x"}"#)?.kind == .malformedJSON)
+        #expect(error(#"{"id":"a","headline":"x"} extra"#)?.kind == .malformedJSON)
+        #expect(error("{\"id\":\"a\u{1}\",\"headline\":\"x\"}")?.kind == .malformedJSON)
+        #expect(error(String(repeating: "[", count: 100))?.description.contains("nesting") == true)
+        #expect(error(#"{"id":"a","headline":"x","n":01}"#)?.kind == .malformedJSON)
+        #expect(try JSONParser.parse(Array("[1.5e3,-0,true,null]".utf8)) == .array([.number(1500), .number(0), .bool(true), .null]))
+    }
+
+    @Test func invalidUTF8IsMalformed() {
+        let bytes: [UInt8] = Array(#"{"id":"a","headline":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)
+        #expect(throws: NewsItemError.self) { try decoder.decode(bytes) }
+    }
+}
+
+@Suite struct CategoriesTests {
+    @Test func defaultTopicsFollowThePrefixAndLowercase() throws {
+        let c = try Categories()
+        #expect(c.topics == ["news.world", "news.politics", "news.business", "news.technology", "news.science", "news.sports"])
+        #expect(c.category(forTopic: "news.world") == "World")
+        #expect(c.topic(for: "Sports") == "news.sports")
+        #expect(c.category(forTopic: "news.weather") == nil)
+    }
+
+    @Test func overridesAndBadNames() throws {
+        let c = try Categories(names: ["World", "Local"], prefix: "prod.", overrides: ["Local": "city-desk"])
+        #expect(c.topics == ["prod.world", "city-desk"])
+        #expect(c.category(forTopic: "city-desk") == "Local")
+        #expect(throws: NewsItemError.self) { try Categories(names: ["World News"]) }
+        #expect(throws: NewsItemError.self) { try Categories(names: ["A", "B"], overrides: ["A": "t", "B": "t"]) }
+        #expect(throws: NewsItemError.self) { try Categories(names: ["A"], overrides: ["C": "t"]) }
+    }
+
+    @Test func timestampsFollowRFC3339() {
+        #expect(Timestamp(rfc3339: "1970-01-01T00:00:00Z")?.epochSeconds == 0)
+        #expect(Timestamp(rfc3339: "1970-01-01T01:00:00+01:00")?.epochSeconds == 0)
+        #expect(Timestamp(rfc3339: "2000-02-29T12:00:00.5Z")?.epochSeconds == 951_825_600.5)
+        #expect(Timestamp(rfc3339: "2026-11-22T18:30:00") == nil)
+        #expect(Timestamp(rfc3339: "2026-11-22 18:30:00Z") == nil)
+        #expect(Timestamp(rfc3339: "2026-11-22T24:00:00Z") == nil)
+    }
+}
