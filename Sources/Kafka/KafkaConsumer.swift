@@ -59,17 +59,18 @@ public final class KafkaConsumer: Service, Sendable {
                     handlers.onRevoke(partitions)
                 }
             })
-        try client.subscribe(topics: configuration.topics)
     }
 
     /// The messages of the assigned partitions, in order within each partition.
     public var messages: Messages { Messages(buffer: buffer) }
 
-    /// Polls until shut down gracefully, cancelled or `stop()`ped; then leaves the group.
+    /// Joins the group and polls until shut down gracefully, cancelled or `stop()`ped; then leaves the group.
     public func run() async throws {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else {
             throw KafkaError.configuration("KafkaConsumer.run() was called twice")
         }
+        // Membership starts here, not at init: a member that joins must also be polling.
+        try client.subscribe(topics: configuration.topics)
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

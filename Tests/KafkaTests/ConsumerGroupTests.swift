@@ -1,0 +1,181 @@
+import Foundation
+@testable import Kafka
+import Synchronization
+import Testing
+import TestSupport
+
+/// The Kafka module against a real `hubcast dev-broker` process.
+@Suite(.serialized) struct ConsumerGroupTests {
+    let broker: DevBrokerProcess
+    let topic = "news.world"
+
+    init() throws {
+        broker = try DevBrokerProcess(partitions: 3)
+    }
+
+    @Test func restartResumesExactlyAfterTheCommittedOffsets() async throws {
+        try await KafkaTestKit.produce(1000, topic: topic, bootstrap: broker.bootstrap)
+        let config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "resume", topics: [topic])
+
+        let first = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+        let processed = try await KafkaTestKit.withRunning(first) { messages in
+            let taken = await KafkaTestKit.take(400, from: messages)
+            try await first.commit(KafkaTestKit.nextOffsets(taken))
+            return taken
+        }
+        #expect(processed.count == 400)
+        let committed = Dictionary(uniqueKeysWithValues: KafkaTestKit.nextOffsets(processed).map { ($0.topicPartition, $0.offset) })
+
+        let second = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+        let rest = try await KafkaTestKit.withRunning(second) { messages in
+            let taken = await KafkaTestKit.take(600, from: messages)
+            try await second.commit(KafkaTestKit.nextOffsets(taken))
+            return taken
+        }
+        #expect(rest.count == 600)
+        // Nothing committed is read again, and nothing is skipped.
+        for m in rest {
+            #expect(m.offset >= committed[m.topicPartition] ?? 0, "re-read \(m.topicPartition)@\(m.offset)")
+        }
+        let firstOffsets = Dictionary(grouping: rest, by: \.topicPartition).mapValues { $0.map(\.offset).min() ?? -1 }
+        for (partition, offset) in firstOffsets {
+            #expect(offset == committed[partition] ?? 0, "\(partition) resumed at \(offset)")
+        }
+        let values = Set((processed + rest).map { String(decoding: $0.value, as: UTF8.self) })
+        #expect(values == Set((0..<1000).map(String.init)))
+        #expect(Set((processed + rest).map(\.partition)).count == 3)
+        // At least one partition was stopped part-way, so the resume point really mattered.
+        #expect(committed.values.contains { $0 > 0 })
+    }
+
+    @Test func twoMembersSplitThePartitionsAndARebalanceLosesNothing() async throws {
+        try await KafkaTestKit.produce(1000, topic: topic, bootstrap: broker.bootstrap)
+        let config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "split", topics: [topic])
+        let seen = Mutex<[String: Int]>([:])
+        let processedA = Mutex<[KafkaMessage]>([])
+        let revokedFromA = Mutex<[TopicPartition]>([])
+
+        let consumerA = Mutex<KafkaConsumer?>(nil)
+        let a = try KafkaConsumer(configuration: config, handlers: .init(onRevoke: { partitions in
+            // What A finished on the leaving partitions is committed before they move, where the
+            // broker allows it: the dev broker refuses commits once a rebalance is under way
+            // (REBALANCE_IN_PROGRESS), so the periodic commit below is what the test relies on.
+            revokedFromA.withLock { $0 += partitions }
+            let leaving = Set(partitions)
+            let done = processedA.withLock { $0 }.filter { leaving.contains($0.topicPartition) }
+            try? consumerA.withLock { $0 }?.commitBlocking(KafkaTestKit.nextOffsets(done))
+        }), logger: KafkaTestKit.logger)
+        consumerA.withLock { $0 = a }
+        let b = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await a.run() }
+            // A alone owns all three partitions and reads a first part.
+            let early = await KafkaTestKit.take(300, from: a.messages)
+            processedA.withLock { $0 += early }
+            try await a.commit(KafkaTestKit.nextOffsets(early))
+            #expect(a.assignment.count == 3)
+
+            // B joins: the group rebalances and B gets a share.
+            group.addTask { try await b.run() }
+            let deadline = ContinuousClock.now + .seconds(60)
+            while (b.assignment.isEmpty || a.assignment.count == 3) && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(!b.assignment.isEmpty)
+            #expect(a.assignment.isDisjoint(with: b.assignment))
+            #expect(a.assignment.union(b.assignment).count == 3)
+            #expect(!revokedFromA.withLock { $0 }.isEmpty)
+
+            // After the move each member reads from the group's committed offsets: together, the rest.
+            let lateA = Task { await KafkaTestKit.take(1000, from: a.messages, timeout: .seconds(8)) }
+            let lateB = Task { await KafkaTestKit.take(1000, from: b.messages, timeout: .seconds(8)) }
+            let fromA = await lateA.value, fromB = await lateB.value
+            processedA.withLock { $0 += fromA }
+            for m in early + fromA + fromB {
+                seen.withLock { $0[String(decoding: m.value, as: UTF8.self), default: 0] += 1 }
+            }
+            #expect(Set(fromA.map(\.topicPartition)).isDisjoint(with: Set(fromB.map(\.topicPartition))))
+            a.stop()
+            b.stop()
+            try await group.waitForAll()
+        }
+        let counts = seen.withLock { $0 }
+        #expect(Set(counts.keys) == Set((0..<1000).map(String.init)), "lost \(1000 - counts.count)")
+        // A committed its work before the move, so nothing it had done is delivered again.
+        #expect(counts.values.allSatisfy { $0 == 1 }, "duplicates: \(counts.filter { $0.value > 1 }.count)")
+    }
+
+    @Test func pauseHoldsDeliveryWhileTheMemberStaysInItsGroup() async throws {
+        var config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "pause", topics: [topic])
+        config.maxPollIntervalMs = 6500
+        let revocations = Mutex(0)
+        let consumer = try KafkaConsumer(configuration: config, handlers: .init(onRevoke: { _ in revocations.withLock { $0 += 1 } }),
+                                         logger: KafkaTestKit.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await consumer.run() }
+            try await KafkaTestKit.produce(30, topic: topic, bootstrap: broker.bootstrap)
+            let before = await KafkaTestKit.take(30, from: consumer.messages)
+            #expect(before.count == 30)
+            try await consumer.commit(KafkaTestKit.nextOffsets(before))
+
+            let assigned = consumer.assignment
+            consumer.pause(Array(assigned))
+            try await Task.sleep(for: .milliseconds(500))
+            try await KafkaTestKit.produce(30, topic: topic, bootstrap: broker.bootstrap, from: 30)
+            // Longer than max.poll.interval.ms: a member that stopped polling would be out of the group.
+            let held = await KafkaTestKit.take(1, from: consumer.messages, timeout: .seconds(9))
+            #expect(held.isEmpty, "delivered while paused: \(held.count)")
+            #expect(consumer.assignment == assigned)
+            #expect(revocations.withLock { $0 } == 0)
+
+            consumer.resume(Array(assigned))
+            let after = await KafkaTestKit.take(30, from: consumer.messages)
+            #expect(Set(after.map { String(decoding: $0.value, as: UTF8.self) }) == Set((30..<60).map(String.init)))
+            // Still a member: the group accepts its commit.
+            try await consumer.commit(KafkaTestKit.nextOffsets(after))
+            consumer.stop()
+            try await group.waitForAll()
+        }
+    }
+}
+
+@Suite struct KafkaConfigurationTests {
+    @Test func unknownPropertyIsAConfigurationErrorNamingIt() throws {
+        var config = KafkaConfiguration(bootstrapServers: "127.0.0.1:1")
+        config.properties["no.such.property"] = "1"
+        do {
+            _ = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: config), logger: KafkaTestKit.logger)
+            Issue.record("accepted an unknown property")
+        } catch {
+            #expect(error.isConfigurationError)
+            #expect(error.description.contains("no.such.property"))
+        }
+    }
+
+    @Test func secretsStayOutOfErrorsAndDescriptions() throws {
+        var config = KafkaConfiguration(bootstrapServers: "127.0.0.1:1")
+        config.sasl = .init(username: "u", password: "hunter2-secret")
+        config.properties["security.protocol"] = "bogus"
+        #expect(config.sasl?.description.contains("hunter2") == false)
+        do {
+            _ = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: config), logger: KafkaTestKit.logger)
+            Issue.record("accepted security.protocol=bogus")
+        } catch {
+            #expect(error.description.contains("security.protocol=bogus"))
+            #expect(!error.description.contains("hunter2"))
+        }
+    }
+
+    @Test func autoCommitStaysOffWhateverIsPassedThrough() {
+        var config = KafkaConsumerConfiguration(kafka: KafkaConfiguration(bootstrapServers: "127.0.0.1:1"), groupID: "g", topics: ["t"])
+        config.kafka.properties["enable.auto.commit"] = "true"
+        config.kafka.properties["enable.auto.offset.store"] = "true"
+        config.kafka.properties["fetch.min.bytes"] = "7"
+        let rendered = config.librdkafkaProperties
+        #expect(rendered["enable.auto.commit"] == "false")
+        #expect(rendered["enable.auto.offset.store"] == "false")
+        #expect(rendered["fetch.min.bytes"] == "7")
+        #expect(rendered["group.id"] == "g")
+    }
+}

@@ -1,0 +1,41 @@
+@testable import Kafka
+import Testing
+
+@Suite struct PauseControllerTests {
+    let p0 = TopicPartition(topic: "t", partition: 0)
+    let p1 = TopicPartition(topic: "t", partition: 1)
+
+    @Test func backpressurePausesEverythingWithHysteresis() {
+        var c = PauseController(capacity: 10)
+        c.assigned([p0, p1])
+        #expect(c.reconcile(buffered: 9).isEmpty)
+        #expect(c.reconcile(buffered: 10) == .init(pause: [p0, p1]))
+        // Still above half: stays paused.
+        #expect(c.reconcile(buffered: 6).isEmpty)
+        #expect(c.reconcile(buffered: 5) == .init(resume: [p0, p1]))
+    }
+
+    @Test func userPausesSurviveBackpressureEnding() {
+        var c = PauseController(capacity: 4)
+        c.assigned([p0, p1])
+        c.pauseByUser([p1])
+        #expect(c.reconcile(buffered: 0) == .init(pause: [p1]))
+        #expect(c.reconcile(buffered: 4) == .init(pause: [p0]))
+        #expect(c.reconcile(buffered: 0) == .init(resume: [p0]))
+        c.resumeByUser([p1])
+        #expect(c.reconcile(buffered: 0) == .init(resume: [p1]))
+    }
+
+    @Test func revokedPartitionsAreForgotten() {
+        var c = PauseController(capacity: 4)
+        c.assigned([p0, p1])
+        c.pauseByUser([p0])
+        _ = c.reconcile(buffered: 0)
+        c.revoked([p0])
+        #expect(c.paused.isEmpty)
+        #expect(c.assignment == [p1])
+        // Reassigned later, it starts unpaused: the user's pause belonged to the old assignment.
+        c.assigned([p0])
+        #expect(c.reconcile(buffered: 0).isEmpty)
+    }
+}

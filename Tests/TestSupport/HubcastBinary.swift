@@ -1,0 +1,74 @@
+import Foundation
+
+/// Runs the real `hubcast` executable that `swift build` put beside the test bundle.
+public enum HubcastBinary {
+    /// HUBCAST_BIN if set, else `hubcast` in the build folder of the running tests.
+    public static var path: String {
+        if let explicit = ProcessInfo.processInfo.environment["HUBCAST_BIN"] { return explicit }
+        let exe = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        var dir = exe.deletingLastPathComponent()
+        // The xctest bundle may be a folder: walk up until a sibling `hubcast` exists.
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("hubcast").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return "hubcast"
+    }
+
+    /// What a finished run printed and how it ended.
+    public struct Result: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+    }
+
+    /// Runs hubcast to completion with optional stdin; kills it after `timeout`.
+    public static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+                           timeout: Duration = .seconds(60)) async throws -> Result {
+        try await ChildProcess.run(path, arguments, stdin: stdin, environment: environment, timeout: timeout)
+    }
+}
+
+/// Runs any program to completion, capturing its output.
+public enum ChildProcess {
+    public static func run(_ executable: String, _ arguments: [String], stdin: String? = nil,
+                           environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> HubcastBinary.Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : try which(executable))
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        async let stdoutData = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
+        async let stderrData = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline { process.terminate(); break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        process.waitUntilExit()
+        return HubcastBinary.Result(status: process.terminationStatus,
+                                    stdout: String(decoding: await stdoutData, as: UTF8.self),
+                                    stderr: String(decoding: await stderrData, as: UTF8.self))
+    }
+
+    /// The full path of a program on PATH.
+    public static func which(_ name: String) throws -> String {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let path = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        throw NotFound(name: name)
+    }
+
+    public struct NotFound: Error, CustomStringConvertible {
+        public let name: String
+        public var description: String { "\(name) is not installed: run `make setup`" }
+    }
+}
