@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "hubcast", targets: ["hubcast"]),
         .library(name: "Kafka", targets: ["Kafka"]),
         .library(name: "News", targets: ["News"]),
+        .library(name: "NotificationHubs", targets: ["NotificationHubs"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -22,6 +23,17 @@ let package = Package(
             providers: [.apt(["librdkafka-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+
         // Kafka client on librdkafka: consumer, producer, dev broker (mock cluster).
         .target(
             name: "Kafka",
@@ -29,6 +41,15 @@ let package = Package(
                 "CRdKafka",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Azure Notification Hubs: connection strings, SAS tokens, libcurl transport, tag
+        // expressions, retry policy, the client.
+        .target(
+            name: "NotificationHubs",
+            dependencies: [
+                "CCurl", "COpenSSL", "News",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The news item: schema, decoding, validation, category ↔ topic mapping.

@@ -50,8 +50,9 @@ public enum TagSyntax {
         return !utf8.isEmpty && utf8.count <= maxLength && utf8.allSatisfy(isTagByte)
     }
 
+    /// One byte of a tag: a letter, a digit or one of `_ @ # . : -`.
     @inline(__always)
-    static func isTagByte(_ b: UInt8) -> Bool {
+    public static func isTagByte(_ b: UInt8) -> Bool {
         switch b {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             true

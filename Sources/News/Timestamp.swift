@@ -54,7 +54,7 @@ public struct Timestamp: Sendable, Equatable {
     }
 
     // Howard Hinnant's days_from_civil: days since 1970-01-01 in the proleptic Gregorian calendar.
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400

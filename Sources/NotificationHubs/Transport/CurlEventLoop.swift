@@ -1,0 +1,215 @@
+import CCurl
+import Foundation
+import Logging
+import Synchronization
+
+/// Owns the curl multi handle and the thread that drives it; the only code that calls libcurl.
+final class CurlEventLoop: @unchecked Sendable {
+    private struct Inbox {
+        var submitted: [Transfer] = []
+        var cancelled: [Transfer] = []
+        var stopping = false
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
+
+    private let multi: UnsafeMutableRawPointer
+    private let configuration: TransportConfiguration
+    private let logger: Logger
+    private let inbox = Mutex(Inbox())
+    private let opened = Atomic<Int>(0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let stopped = Atomic<Bool>(false)
+    // Loop-thread state.
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+
+    init(configuration: TransportConfiguration, logger: Logger) {
+        _ = Self.globalInit
+        multi = curl_multi_init()!
+        self.configuration = configuration
+        self.logger = logger
+        hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxConnectionsPerHost)
+        hubcast_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        let thread = Thread { [self] in run() }
+        thread.name = "hubcast-curl"
+        thread.start()
+    }
+
+    var connectionsOpened: Int { opened.load(ordering: .relaxed) }
+
+    func submit(_ transfer: Transfer) {
+        let accepted = inbox.withLock { inbox in
+            guard !inbox.stopping else { return false }
+            inbox.submitted.append(transfer)
+            return true
+        }
+        guard accepted else {
+            transfer.finish(.failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport is shut down")))
+            return
+        }
+        curl_multi_wakeup(multi)
+    }
+
+    func cancel(_ transfer: Transfer) {
+        transfer.cancelRequested.store(true, ordering: .releasing)
+        inbox.withLock { $0.cancelled.append(transfer) }
+        curl_multi_wakeup(multi)
+    }
+
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        inbox.withLock { $0.stopping = true }
+        curl_multi_wakeup(multi)
+        finished.wait()
+    }
+
+    private func run() {
+        while true {
+            let (submitted, cancelled, stopping) = inbox.withLock { inbox in
+                defer {
+                    inbox.submitted.removeAll(keepingCapacity: true)
+                    inbox.cancelled.removeAll(keepingCapacity: true)
+                }
+                return (inbox.submitted, inbox.cancelled, inbox.stopping)
+            }
+            for transfer in submitted {
+                if transfer.cancelRequested.load(ordering: .acquiring) {
+                    transfer.finish(.failure(Self.cancelledError))
+                } else {
+                    start(transfer)
+                }
+            }
+            for transfer in cancelled {
+                guard let easy = transfer.easy, active[easy] === transfer else { continue }
+                complete(easy, with: .failure(Self.cancelledError))
+            }
+            if stopping { break }
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            readCompletions()
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+        for (easy, _) in active {
+            complete(easy, with: .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport shut down")))
+        }
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        curl_multi_cleanup(multi)
+        finished.signal()
+    }
+
+    private static let cancelledError = TransportError(kind: .cancelled, code: Int32(CURLE_ABORTED_BY_CALLBACK.rawValue), message: "the request was cancelled")
+
+    private func start(_ transfer: Transfer) {
+        guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
+            transfer.finish(.failure(TransportError(kind: .other, code: 0, message: "libcurl could not create a handle")))
+            return
+        }
+        let request = transfer.request
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_URL, request.url)
+        switch request.method {
+        case .get: hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        case .delete: hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, "DELETE")
+        case .post, .put, .patch:
+            let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, request.body.count), alignment: 1)
+            request.body.withUnsafeBytes { body.copyMemory(from: $0) }
+            transfer.body = body
+            hubcast_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
+            hubcast_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+            hubcast_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress)
+            if request.method != .post { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
+        }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in request.headers { list = curl_slist_append(list, "\(header.name): \(header.value)") }
+        // No `Expect: 100-continue` round trip on larger bodies.
+        list = curl_slist_append(list, "Expect:")
+        transfer.headerList = list
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeout.milliseconds))
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, configuration.insecure ? 0 : 1)
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, configuration.insecure ? 0 : 2)
+        if let caFile = configuration.caFile { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile) }
+        hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        transfer.easy = easy
+        transfer.started = .now
+        active[easy] = transfer
+        curl_multi_add_handle(multi, easy)
+    }
+
+    private func readCompletions() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            var connects = 0
+            hubcast_curl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+            opened.add(connects, ordering: .relaxed)
+            guard let transfer = active[easy] else { continue }
+            if code == CURLE_OK {
+                var status = 0
+                hubcast_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+                let response = HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody,
+                                            elapsed: ContinuousClock.now - transfer.started)
+                complete(easy, with: .success(response))
+            } else {
+                complete(easy, with: .failure(Self.error(code)))
+            }
+        }
+    }
+
+    private func complete(_ easy: UnsafeMutableRawPointer, with result: Result<HTTPResponse, TransportError>) {
+        curl_multi_remove_handle(multi, easy)
+        let transfer = active.removeValue(forKey: easy)
+        transfer?.easy = nil
+        transfer?.finish(result)
+        // The handle goes back to the pool; its connection stays in the multi handle's cache.
+        curl_easy_reset(easy)
+        idleHandles.append(easy)
+    }
+
+    private static func error(_ code: CURLcode) -> TransportError {
+        let message = String(cString: curl_easy_strerror(code))
+        let kind: TransportError.Kind = switch code {
+        case CURLE_OPERATION_TIMEDOUT: .timeout
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE: .tls
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING: .connection
+        default: .other
+        }
+        return TransportError(kind: kind, code: Int32(code.rawValue), message: message)
+    }
+}
+
+private func curlWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: size * count))
+    return size * count
+}
+
+private func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+    guard let data, let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    let line = UnsafeRawBufferPointer(start: data, count: size * count)
+    if line.starts(with: "HTTP/".utf8) {
+        // A new status line (after 100 Continue or a redirect): earlier headers were not this response's.
+        transfer.responseHeaders.removeAll()
+    } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+        let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
+        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingWhitespace()
+        transfer.responseHeaders.append(HTTPHeader(name, value))
+    }
+    return size * count
+}
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}

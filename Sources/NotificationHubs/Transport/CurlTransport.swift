@@ -1,0 +1,64 @@
+import CCurl
+import Foundation
+import Logging
+import Synchronization
+
+/// HTTP over libcurl's multi interface: one multi handle, driven by one thread, shared by every
+/// sender. Connections are kept alive and reused, HTTP/2 is used where the server offers it.
+public final class CurlTransport: Sendable {
+    private let loop: CurlEventLoop
+
+    public init(configuration: TransportConfiguration = TransportConfiguration(), logger: Logger) {
+        if configuration.insecure {
+            logger.warning("TLS certificate verification is OFF (--insecure): use only against a test server")
+        }
+        loop = CurlEventLoop(configuration: configuration, logger: logger)
+    }
+
+    deinit { loop.stop() }
+
+    /// Performs one request; cancelling the calling task aborts the transfer.
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let transfer = Transfer(request: request)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                transfer.continuation = continuation
+                loop.submit(transfer)
+            }
+        } onCancel: {
+            loop.cancel(transfer)
+        }
+        return try result.get()
+    }
+
+    /// Connections opened so far (for tests and metrics: keep-alive shows as a small number).
+    public var connectionsOpened: Int { loop.connectionsOpened }
+
+    /// Fails what is in flight and stops the thread.
+    public func shutdown() { loop.stop() }
+}
+
+/// One request on its way through the loop. Its fields belong to the loop thread once submitted.
+final class Transfer: @unchecked Sendable {
+    let request: HTTPRequest
+    var continuation: CheckedContinuation<Result<HTTPResponse, TransportError>, Never>?
+    var easy: UnsafeMutableRawPointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var body: UnsafeMutableRawBufferPointer?
+    var responseBody: [UInt8] = []
+    var responseHeaders: [HTTPHeader] = []
+    var started: ContinuousClock.Instant = .now
+    let cancelRequested = Atomic<Bool>(false)
+
+    init(request: HTTPRequest) { self.request = request }
+
+    /// Resumes the sender exactly once and frees what libcurl was pointed at.
+    func finish(_ result: Result<HTTPResponse, TransportError>) {
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        body?.deallocate()
+        body = nil
+        continuation?.resume(returning: result)
+        continuation = nil
+    }
+}

@@ -1,0 +1,79 @@
+/// An HTTP header; response header names are lowercased.
+public struct HTTPHeader: Sendable, Hashable {
+    public var name: String
+    public var value: String
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// One request for the transport.
+public struct HTTPRequest: Sendable {
+    public enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", patch = "PATCH", delete = "DELETE" }
+
+    public var method: Method
+    public var url: String
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+    /// The whole transfer, connection included.
+    public var timeout: Duration
+
+    public init(method: Method, url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], timeout: Duration = .seconds(30)) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+}
+
+/// A complete response.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+    public var elapsed: Duration
+
+    /// The first header with this (case-insensitive) name.
+    public func header(_ name: String) -> String? {
+        let lower = name.lowercased()
+        return headers.first { $0.name == lower }?.value
+    }
+}
+
+/// The request did not get a response: timeout, cancellation, TLS, connection or other failure.
+public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    public struct Kind: Sendable, Hashable {
+        let name: String
+        public static let timeout = Kind(name: "timeout")
+        public static let cancelled = Kind(name: "cancelled")
+        public static let tls = Kind(name: "tls")
+        public static let connection = Kind(name: "connection")
+        public static let shutDown = Kind(name: "shut-down")
+        public static let other = Kind(name: "other")
+    }
+
+    public let kind: Kind
+    /// libcurl's CURLcode, 0 when the error is hubcast's own.
+    public let code: Int32
+    public let message: String
+
+    public var description: String { "\(kind.name): \(message)" }
+}
+
+/// TLS and pool settings of the transport.
+public struct TransportConfiguration: Sendable {
+    /// CA bundle to verify servers with, instead of the system's.
+    public var caFile: String?
+    /// Skip certificate verification: for a self-signed test server only; logged loudly.
+    public var insecure = false
+    /// Connections kept open per host (HTTP/1.1) or streams multiplexed (HTTP/2).
+    public var maxConnectionsPerHost = 64
+    public var connectTimeout: Duration = .seconds(10)
+
+    public init(caFile: String? = nil, insecure: Bool = false) {
+        self.caFile = caFile
+        self.insecure = insecure
+    }
+}
