@@ -75,6 +75,7 @@ let package = Package(
 
         .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "TestSupport"], exclude: ["Help"]),
         // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.
         .target(name: "TestSupport", dependencies: ["Kafka"], path: "Tests/TestSupport"),
