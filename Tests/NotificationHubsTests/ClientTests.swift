@@ -1,0 +1,185 @@
+import Foundation
+import Logging
+import News
+@testable import NotificationHubs
+import Synchronization
+import Testing
+import TestSupport
+
+/// The client and its libcurl transport against a scripted HTTP server on 127.0.0.1.
+@Suite struct ClientTests {
+    static let logger = Logger(label: "hubcast.tests")
+    static let key = "Zm9yLXRlc3RzLW9ubHk="
+
+    func client(_ server: ScriptedHTTPServer, retry: RetryPolicy = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5)),
+                timeout: Duration = .seconds(10), transport: CurlTransport? = nil,
+                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws -> NotificationHubClient {
+        let connection = try ConnectionString(parsing:
+            "Endpoint=sb://127.0.0.1:\(server.port)/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=\(Self.key);UseDevelopmentEmulator=true")
+        var config = NotificationHubConfiguration(connection: connection, hubName: "breaking")
+        config.retry = retry
+        config.requestTimeout = timeout
+        return NotificationHubClient(configuration: config, transport: transport ?? CurlTransport(logger: Self.logger), logger: Self.logger, sleep: sleep,
+                                     clock: clock)
+    }
+
+    /// The failure a send ended in; nil when it succeeded.
+    func failure(_ send: () async throws(SendFailure) -> SendResult) async -> SendFailure? {
+        do {
+            _ = try await send()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static let created = ScriptedHTTPServer.Response(status: 201, headers: [
+        ("Location", "https://x.servicebus.windows.net/breaking/messages/5281793523598416?api-version=2020-06"),
+        ("TrackingId", "b8d2e5a8-track")])
+
+    @Test(arguments: Categories.seedNames)
+    func templateSendIsExactlyWhatTheSeedsSend(category: String) async throws {
+        let server = try ScriptedHTTPServer { _, _ in Self.created }
+        let hub = try client(server)
+        let result = try await hub.sendTemplate(properties: [("messageParam", "Breaking \(category) News : Quake \"hits\"")], tagExpression: category)
+        #expect(result.status == 201)
+        #expect(result.notificationID == "5281793523598416")
+        #expect(result.trackingID == "b8d2e5a8-track")
+        #expect(result.attempts == 1)
+
+        let request = try #require(server.requests.first)
+        #expect(request.requestLine == "POST /breaking/messages/?api-version=2020-06 HTTP/1.1")
+        #expect(request.header("Content-Type") == "application/json;charset=utf-8")
+        #expect(request.header("ServiceBusNotification-Format") == "template")
+        #expect(request.header("ServiceBusNotification-Tags") == category)
+        #expect(request.header("x-ms-version") == "2020-06")
+        #expect(request.header("Expect") == nil)
+        #expect(String(decoding: request.body, as: UTF8.self) == #"{"messageParam":"Breaking \#(category) News : Quake \"hits\""}"#)
+        let auth = try #require(request.header("Authorization").flatMap(SASToken.parse))
+        #expect(auth.resource == "http%3a%2f%2f127.0.0.1%3a\(server.port)%2fbreaking")
+        #expect(auth.keyName == "DefaultFullSharedAccessSignature")
+        #expect(auth.isSigned(by: Self.key))
+    }
+
+    @Test func thousandSequentialSendsReuseOneConnection() async throws {
+        let server = try ScriptedHTTPServer { _, _ in Self.created }
+        let transport = CurlTransport(logger: Self.logger)
+        let hub = try client(server, transport: transport)
+        for i in 0..<1000 { _ = try await hub.sendTemplate(properties: [("messageParam", "n\(i)")], tagExpression: "World") }
+        #expect(server.requests.count == 1000)
+        #expect(server.connections == 1)
+        #expect(transport.connectionsOpened == 1)
+        #expect(hub.tokens.mintCount == 1)
+    }
+
+    @Test func twoHundredConcurrentSendsComplete() async throws {
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201, delay: .milliseconds(20)) }
+        let hub = try client(server)
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<200 { group.addTask { try await hub.sendTemplate(properties: [("messageParam", "\(i)")], tagExpression: "World").status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.count == 200 && statuses.allSatisfy { $0 == 201 })
+        #expect(Set(server.requests.map { String(decoding: $0.body, as: UTF8.self) }).count == 200)
+    }
+
+    @Test func timeoutFires() async throws {
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201, delay: .seconds(3)) }
+        let transport = CurlTransport(logger: Self.logger)
+        let start = ContinuousClock.now
+        do {
+            _ = try await transport.send(HTTPRequest(method: .post, url: server.baseURL + "x", body: [1], timeout: .milliseconds(300)))
+            Issue.record("no timeout")
+        } catch {
+            #expect(error.kind == .timeout)
+        }
+        #expect(ContinuousClock.now - start < .seconds(3))
+    }
+
+    @Test func cancellingTheTaskAbortsTheTransfer() async throws {
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201, delay: .seconds(5)) }
+        let transport = CurlTransport(logger: Self.logger)
+        let task = Task { try await transport.send(HTTPRequest(method: .get, url: server.baseURL + "slow", timeout: .seconds(30))) }
+        while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        let start = ContinuousClock.now
+        task.cancel()
+        let result = await task.result
+        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(throws: TransportError.self) { try result.get() }
+        if case .failure(let error as TransportError) = result { #expect(error.kind == .cancelled) }
+    }
+
+    @Test func throttled429IsRetriedAfterItsRetryAfter() async throws {
+        let server = try ScriptedHTTPServer { _, i in i == 0 ? .init(status: 429, headers: [("Retry-After", "1")]) : Self.created }
+        let slept = Mutex<[Duration]>([])
+        let hub = try client(server, sleep: { d in slept.withLock { $0.append(d) }; try await Task.sleep(for: d) })
+        let start = ContinuousClock.now
+        let result = try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(ContinuousClock.now - start >= .seconds(1))
+        #expect(slept.withLock { $0 } == [.seconds(1)])
+        #expect(result.attempts == 2 && result.throttledAttempts == 1)
+    }
+
+    @Test func quotaExceeded403IsRetriedButOther403IsFinal() async throws {
+        let quota = try ScriptedHTTPServer { _, i in
+            i == 0 ? .init(status: 403, body: "<Error><Code>403</Code><Detail>QuotaExceeded: too many sends</Detail></Error>") : Self.created
+        }
+        let retried = try await client(quota).sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(retried.attempts == 2 && retried.throttledAttempts == 1)
+
+        let denied = try ScriptedHTTPServer { _, _ in .init(status: 403, body: "<Error><Code>403</Code><Detail>The token does not have the Send claim.</Detail></Error>") }
+        let deniedHub = try client(denied)
+        let error = await failure { () throws(SendFailure) in try await deniedHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        #expect(error?.reason == .forbidden && error?.attempts == 1 && error?.status == 403)
+        #expect(error?.message == "The token does not have the Send claim.")
+        #expect(denied.requests.count == 1)
+    }
+
+    @Test func twoServerErrorsThenSuccessTakesThreeAttempts() async throws {
+        let server = try ScriptedHTTPServer { _, i in i < 2 ? .init(status: 503) : Self.created }
+        let result = try await client(server).sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(result.attempts == 3 && result.status == 201)
+    }
+
+    @Test func badRequestIsNotRetriedAndExhaustionReportsTheLastStatus() async throws {
+        let bad = try ScriptedHTTPServer { _, _ in .init(status: 400, body: "<Error><Code>400</Code><Detail>Bad tags</Detail></Error>") }
+        let badHub = try client(bad)
+        let badError = await failure { () throws(SendFailure) in try await badHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        #expect(badError?.reason == .badRequest && badError?.attempts == 1)
+        #expect(bad.requests.count == 1)
+
+        let down = try ScriptedHTTPServer { _, _ in .init(status: 503) }
+        let downHub = try client(down, retry: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(1), maxDelay: .milliseconds(2)))
+        let downError = await failure { () throws(SendFailure) in try await downHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        #expect(downError?.reason == .serverError && downError?.attempts == 4 && downError?.status == 503)
+        #expect(down.requests.count == 4)
+    }
+
+    @Test func unauthorizedTriggersExactlyOneTokenRefresh() async throws {
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 401, body: "<Error><Code>401</Code><Detail>ExpiredToken</Detail></Error>") }
+        // A clock that moves a minute per reading, so the refreshed token differs from the rejected one.
+        let ticks = Mutex<Double>(1_800_000_000)
+        let hub = try client(server, clock: { ticks.withLock { $0 += 60; return $0 } })
+        let error = await failure { () throws(SendFailure) in try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        #expect(error?.reason == .unauthorized && error?.attempts == 2)
+        #expect(hub.tokens.mintCount == 2)
+        #expect(server.requests.count == 2)
+        #expect(server.requests[0].header("Authorization") != server.requests[1].header("Authorization"))
+    }
+
+    @Test func invalidTagExpressionNeverReachesTheNetwork() async throws {
+        let server = try ScriptedHTTPServer { _, _ in Self.created }
+        let hub = try client(server)
+        let error = await failure { () throws(SendFailure) in try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World &&& Sports") }
+        #expect(error?.reason == .invalid && error?.attempts == 0)
+        #expect(error?.message.contains("column") == true)
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test func droppedConnectionIsATransportErrorAndRetried() async throws {
+        let server = try ScriptedHTTPServer { _, i in i == 0 ? .init(status: 0, drop: true) : Self.created }
+        let result = try await client(server).sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(result.attempts == 2)
+    }
+}
