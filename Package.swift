@@ -52,6 +52,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The pipeline: from news items to planned sends, the worker pool, commits, dead letters.
+        .target(
+            name: "Broadcast",
+            dependencies: [
+                "News", "NotificationHubs", "Kafka",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The news item: schema, decoding, validation, category ↔ topic mapping.
         .target(name: "News"),
         // Publishing news items to their category topics (`hubcast produce`).
@@ -66,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -75,8 +83,9 @@ let package = Package(
 
         .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "BroadcastTests", dependencies: ["Broadcast", "News", "NotificationHubs"]),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "TestSupport"], exclude: ["Help"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "TestSupport"], exclude: ["Help"]),
         // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.
         .target(name: "TestSupport", dependencies: ["Kafka"], path: "Tests/TestSupport"),
     ],

@@ -10,6 +10,8 @@ packages=(
   pkg-config            # how SwiftPM finds the three above
   kcat                  # interop tests: an ordinary Kafka tool against dev-broker
   python3-jsonschema    # tests: a standard JSON Schema validator checks schemas/ against the fixtures
+  nginx-light           # tests and benchmarks: a TLS server and a `return 201` sink on loopback
+  openssl               # tests: a self-signed certificate for that TLS server
 )
 
 missing=()

@@ -1,0 +1,19 @@
+import News
+import NotificationHubs
+
+/// One template send: an audience expression within NH's limits and the properties to render.
+public struct PlannedSend: Sendable {
+    public let tagExpression: String
+    public let properties: [(String, String)]
+}
+
+/// Turns a validated news item into the sends that reach its audience.
+public enum SendPlanner {
+    /// One send per audience expression (a long `users` list becomes several); throws for an
+    /// invalid tag expression, before anything touches the network.
+    public static func plan(_ item: NewsItem, category: String) throws(TagExpression.Invalid) -> [PlannedSend] {
+        let audience = try Audience(for: item, category: category)
+        let properties = TemplateProperties.build(for: item, category: category)
+        return audience.expressions.map { PlannedSend(tagExpression: $0, properties: properties) }
+    }
+}
