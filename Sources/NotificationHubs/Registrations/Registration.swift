@@ -1,0 +1,130 @@
+/// A device registration as NH's Atom XML describes it: native or template, Apple or FCM v1.
+public struct Registration: Sendable, Equatable {
+    public enum Platform: String, Sendable, CaseIterable {
+        case apple, fcmv1
+
+        var handleElement: String { self == .apple ? "DeviceToken" : "FcmV1RegistrationId" }
+        var descriptionPrefix: String { self == .apple ? "Apple" : "FcmV1" }
+    }
+
+    /// A template registration's body and name (seed 000: `simpleAPNSTemplate`).
+    public struct Template: Sendable, Equatable {
+        public var body: String
+        public var name: String?
+        public var expiry: String?
+        public init(body: String, name: String? = nil, expiry: String? = nil) {
+            self.body = body
+            self.name = name
+            self.expiry = expiry
+        }
+    }
+
+    public var id: String?
+    public var platform: Platform
+    /// The PNS handle: APNs device token or FCM registration token.
+    public var handle: String
+    public var tags: [String]
+    /// nil for a native registration.
+    public var template: Template?
+
+    public init(id: String? = nil, platform: Platform, handle: String, tags: [String], template: Template? = nil) {
+        self.id = id
+        self.platform = platform
+        self.handle = handle
+        self.tags = tags
+        self.template = template
+    }
+
+    /// `AppleTemplateRegistrationDescription` and its siblings.
+    public var descriptionElement: String {
+        platform.descriptionPrefix + (template == nil ? "" : "Template") + "RegistrationDescription"
+    }
+
+    /// The Atom entry NH takes in `PUT /{hub}/registrations/{id}` and gives back from `GET`.
+    public var atomEntry: String {
+        var inner = ""
+        if let id { inner += "<RegistrationId>\(XML.escape(id))</RegistrationId>" }
+        if !tags.isEmpty { inner += "<Tags>\(XML.escape(tags.joined(separator: ",")))</Tags>" }
+        inner += "<\(platform.handleElement)>\(XML.escape(handle))</\(platform.handleElement)>"
+        if let template {
+            inner += "<BodyTemplate><![CDATA[\(template.body.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>"))]]></BodyTemplate>"
+            if let expiry = template.expiry { inner += "<Expiry>\(XML.escape(expiry))</Expiry>" }
+            if let name = template.name { inner += "<TemplateName>\(XML.escape(name))</TemplateName>" }
+        }
+        return """
+            <?xml version="1.0" encoding="utf-8"?><entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">\
+            <\(descriptionElement) xmlns:i="http://www.w3.org/2001/XMLSchema-instance" \
+            xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">\(inner)</\(descriptionElement)></content></entry>
+            """
+    }
+
+    /// Why an Atom entry is not a registration hubcast understands.
+    public struct Invalid: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads an Atom entry (or a bare description element) as NH and the SDKs write it.
+    public init(atomEntry xml: String) throws(Invalid) {
+        let platform: Platform
+        let isTemplate: Bool
+        if let (p, t) = Platform.allCases.lazy.flatMap({ p in [(p, true), (p, false)] }).first(where: { p, t in
+            xml.contains("<\(p.descriptionPrefix)\(t ? "Template" : "")RegistrationDescription")
+        }) {
+            (platform, isTemplate) = (p, t)
+        } else {
+            throw Invalid(description: "no AppleRegistrationDescription, AppleTemplateRegistrationDescription, FcmV1RegistrationDescription or FcmV1TemplateRegistrationDescription element")
+        }
+        guard let handle = XML.text(of: platform.handleElement, in: xml), !handle.isEmpty else {
+            throw Invalid(description: "\(platform.handleElement) is missing")
+        }
+        let tags = XML.text(of: "Tags", in: xml).map { $0.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty } } ?? []
+        var template: Template?
+        if isTemplate {
+            guard let body = XML.text(of: "BodyTemplate", in: xml), !body.isEmpty else { throw Invalid(description: "BodyTemplate is missing") }
+            template = Template(body: body, name: XML.text(of: "TemplateName", in: xml), expiry: XML.text(of: "Expiry", in: xml))
+        }
+        self.init(id: XML.text(of: "RegistrationId", in: xml), platform: platform, handle: handle, tags: tags, template: template)
+    }
+}
+
+/// Just enough XML for NH's flat Atom registration entries.
+enum XML {
+    static func escape(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.count)
+        for c in s {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    static func unescape(_ s: String) -> String {
+        s.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+            .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+            .replacingOccurrences(of: "&amp;", with: "&")
+    }
+
+    /// The text of the first `<name>` element (CDATA sections unwrapped).
+    static func text(of name: String, in xml: String) -> String? {
+        guard let open = xml.range(of: "<\(name)>"), let close = xml.range(of: "</\(name)>", range: open.upperBound..<xml.endIndex) else {
+            return nil
+        }
+        let raw = String(xml[open.upperBound..<close.lowerBound])
+        var text = ""
+        var rest = Substring(raw)
+        while let start = rest.range(of: "<![CDATA[") {
+            text += unescape(String(rest[..<start.lowerBound]))
+            guard let end = rest.range(of: "]]>", range: start.upperBound..<rest.endIndex) else { return nil }
+            text += rest[start.upperBound..<end.lowerBound]
+            rest = rest[end.upperBound...]
+        }
+        return text + unescape(String(rest))
+    }
+}
