@@ -52,7 +52,7 @@ import TestSupport
         ])
         #expect(server.requests[1].header("Content-Type") == "application/atom+xml;type=entry;charset=utf-8")
         #expect(server.requests[3].header("If-Match") == "*")
-        #expect(String(decoding: server.requests[5].body, as: UTF8.self) == #"[{"op":"add","path":"\/tags","value":"Sports"}]"#)
+        #expect(String(decoding: server.requests[5].body, as: UTF8.self) == #"[{"op":"add","path":"/tags","value":"Sports"}]"#)
         #expect(server.requests.allSatisfy { $0.header("Authorization")?.hasPrefix("SharedAccessSignature sr=") == true })
     }
 }
