@@ -14,6 +14,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
         // C seams: one system-library target per C library, nothing else calls C.
@@ -60,6 +63,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A local Notification Hubs: in-memory store, tag routing, templates, SAS, faults.
+        .target(
+            name: "HubEmulator",
+            dependencies: [
+                "News", "NotificationHubs",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The news item: schema, decoding, validation, category ↔ topic mapping.
         .target(name: "News"),
         // Publishing news items to their category topics (`hubcast produce`).
@@ -74,7 +89,7 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -83,6 +98,7 @@ let package = Package(
 
         .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "HubEmulatorTests", dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "BroadcastTests", dependencies: ["Broadcast", "News", "NotificationHubs"]),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "TestSupport"], exclude: ["Help"]),

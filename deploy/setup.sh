@@ -12,6 +12,7 @@ packages=(
   python3-jsonschema    # tests: a standard JSON Schema validator checks schemas/ against the fixtures
   nginx-light           # tests and benchmarks: a TLS server and a `return 201` sink on loopback
   openssl               # tests: a self-signed certificate for that TLS server
+  curl                  # tests: raw HTTP against the emulator
 )
 
 missing=()

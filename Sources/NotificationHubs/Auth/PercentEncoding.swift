@@ -1,8 +1,8 @@
 /// Percent-encoding as Python's `urllib.parse.quote(s, safe="")`: all but A–Z a–z 0–9 `_.-~`.
-enum PercentEncoding {
+public enum PercentEncoding {
     private static let hex = Array("0123456789ABCDEF".utf8)
 
-    static func encode(_ s: String) -> String {
+    public static func encode(_ s: String) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(s.utf8.count * 3)
         for b in s.utf8 {
@@ -17,7 +17,7 @@ enum PercentEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func decode(_ s: String) -> String? {
+    public static func decode(_ s: String) -> String? {
         var out: [UInt8] = []
         var bytes = s.utf8.makeIterator()
         while let b = bytes.next() {

@@ -43,13 +43,13 @@ public struct Registration: Sendable, Equatable {
     /// The Atom entry NH takes in `PUT /{hub}/registrations/{id}` and gives back from `GET`.
     public var atomEntry: String {
         var inner = ""
-        if let id { inner += "<RegistrationId>\(XML.escape(id))</RegistrationId>" }
-        if !tags.isEmpty { inner += "<Tags>\(XML.escape(tags.joined(separator: ",")))</Tags>" }
-        inner += "<\(platform.handleElement)>\(XML.escape(handle))</\(platform.handleElement)>"
+        if let id { inner += "<RegistrationId>\(XMLText.escape(id))</RegistrationId>" }
+        if !tags.isEmpty { inner += "<Tags>\(XMLText.escape(tags.joined(separator: ",")))</Tags>" }
+        inner += "<\(platform.handleElement)>\(XMLText.escape(handle))</\(platform.handleElement)>"
         if let template {
             inner += "<BodyTemplate><![CDATA[\(template.body.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>"))]]></BodyTemplate>"
-            if let expiry = template.expiry { inner += "<Expiry>\(XML.escape(expiry))</Expiry>" }
-            if let name = template.name { inner += "<TemplateName>\(XML.escape(name))</TemplateName>" }
+            if let expiry = template.expiry { inner += "<Expiry>\(XMLText.escape(expiry))</Expiry>" }
+            if let name = template.name { inner += "<TemplateName>\(XMLText.escape(name))</TemplateName>" }
         }
         return """
             <?xml version="1.0" encoding="utf-8"?><entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">\
@@ -74,22 +74,22 @@ public struct Registration: Sendable, Equatable {
         } else {
             throw Invalid(description: "no AppleRegistrationDescription, AppleTemplateRegistrationDescription, FcmV1RegistrationDescription or FcmV1TemplateRegistrationDescription element")
         }
-        guard let handle = XML.text(of: platform.handleElement, in: xml), !handle.isEmpty else {
+        guard let handle = XMLText.text(of: platform.handleElement, in: xml), !handle.isEmpty else {
             throw Invalid(description: "\(platform.handleElement) is missing")
         }
-        let tags = XML.text(of: "Tags", in: xml).map { $0.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty } } ?? []
+        let tags = XMLText.text(of: "Tags", in: xml).map { $0.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty } } ?? []
         var template: Template?
         if isTemplate {
-            guard let body = XML.text(of: "BodyTemplate", in: xml), !body.isEmpty else { throw Invalid(description: "BodyTemplate is missing") }
-            template = Template(body: body, name: XML.text(of: "TemplateName", in: xml), expiry: XML.text(of: "Expiry", in: xml))
+            guard let body = XMLText.text(of: "BodyTemplate", in: xml), !body.isEmpty else { throw Invalid(description: "BodyTemplate is missing") }
+            template = Template(body: body, name: XMLText.text(of: "TemplateName", in: xml), expiry: XMLText.text(of: "Expiry", in: xml))
         }
-        self.init(id: XML.text(of: "RegistrationId", in: xml), platform: platform, handle: handle, tags: tags, template: template)
+        self.init(id: XMLText.text(of: "RegistrationId", in: xml), platform: platform, handle: handle, tags: tags, template: template)
     }
 }
 
 /// Just enough XML for NH's flat Atom registration entries.
-enum XML {
-    static func escape(_ s: String) -> String {
+public enum XMLText {
+    public static func escape(_ s: String) -> String {
         var out = ""
         out.reserveCapacity(s.count)
         for c in s {

@@ -1,0 +1,123 @@
+import News
+import Synchronization
+
+/// What the emulator did with each notification, for `/_emulator/deliveries` and `/_emulator/stats`.
+public final class DeliveryLog: Sendable {
+    /// One accepted notification.
+    public struct Record: Sendable {
+        public let notificationID: Int
+        public let hub: String
+        public let tagExpression: String?
+        public let format: String
+        public let matched: Int
+        /// Rendered payloads of the first few matching devices…
+        public let payloads: [[UInt8]]
+        /// …and those devices: `registration:<id>` or `installation:<id>`.
+        public let devices: [String]
+        public let atEpochSeconds: Double
+    }
+
+    private struct State {
+        var records: [Record] = []
+        var dropped = 0
+        var sends = 0
+        var devicesReached = 0
+        var statusCounts: [Int: Int] = [:]
+        var deliveriesByExpression: [String: Int] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let nextID = Atomic<Int>(1)
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    func newNotificationID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
+
+    func recordSend(_ record: Record) {
+        state.withLock { s in
+            s.sends += 1
+            s.devicesReached += record.matched
+            s.statusCounts[201, default: 0] += 1
+            s.deliveriesByExpression[record.tagExpression ?? "(broadcast)", default: 0] += record.matched
+            if s.records.count >= capacity {
+                // Oldest out: the log is for inspection, bounded so a long benchmark cannot exhaust memory.
+                s.records.removeFirst(s.records.count / 10 + 1)
+                s.dropped += 1
+            }
+            s.records.append(record)
+        }
+    }
+
+    /// Counts a non-201 answer to a send.
+    func recordStatus(_ status: Int) {
+        state.withLock { $0.statusCounts[status, default: 0] += 1 }
+    }
+
+    func clear() {
+        state.withLock { $0 = State() }
+    }
+
+    /// `{"count":N,"deliveries":[…]}` for the records after `afterID`.
+    func deliveriesJSON(afterID: Int = 0) -> [UInt8] {
+        let records = state.withLock { $0.records }.filter { $0.notificationID > afterID }
+        var w = JSONWriter(reservingCapacity: 128 * records.count + 64)
+        w.beginObject()
+        w.key("count")
+        w.number(Int64(records.count))
+        w.key("deliveries")
+        w.beginArray()
+        for r in records {
+            w.beginObject()
+            w.key("notificationId")
+            w.string(String(r.notificationID))
+            w.member("hub", r.hub)
+            w.member("tagExpression", r.tagExpression)
+            w.member("format", r.format)
+            w.key("matched")
+            w.number(Int64(r.matched))
+            w.key("payloads")
+            w.beginArray()
+            for p in r.payloads { w.string(String(decoding: p, as: UTF8.self)) }
+            w.endArray()
+            w.key("devices")
+            w.beginArray()
+            for d in r.devices { w.string(d) }
+            w.endArray()
+            w.key("at")
+            w.raw(String(r.atEpochSeconds).utf8)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.bytes
+    }
+
+    func statsJSON(registrations: Int) -> [UInt8] {
+        let s = state.withLock { $0 }
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("sends")
+        w.number(Int64(s.sends))
+        w.key("devicesReached")
+        w.number(Int64(s.devicesReached))
+        w.key("registrations")
+        w.number(Int64(registrations))
+        w.key("statusCounts")
+        w.beginObject()
+        for (status, count) in s.statusCounts.sorted(by: { $0.key < $1.key }) {
+            w.key(String(status))
+            w.number(Int64(count))
+        }
+        w.endObject()
+        w.key("deliveriesPerTag")
+        w.beginObject()
+        for (expression, count) in s.deliveriesByExpression.sorted(by: { $0.key < $1.key }) {
+            w.key(expression)
+            w.number(Int64(count))
+        }
+        w.endObject()
+        w.endObject()
+        return w.bytes
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import News
+import NotificationHubs
+
+extension NotificationHubEmulator {
+    /// NH's request limit.
+    static let maxBody = 64 * 1024
+
+    /// `POST /{hub}/messages`: route by tag expression, render templates, answer 201.
+    func send(_ request: EmulatorRequest, hub: String, store: HubStore) -> EmulatorResponse {
+        guard request.body.count <= Self.maxBody else { return reject(413, "The request body exceeds 64 KB") }
+        guard let format = request.header("servicebusnotification-format")?.lowercased(), !format.isEmpty else {
+            return reject(400, "The ServiceBusNotification-Format header is missing")
+        }
+        guard request.header("content-type")?.lowercased().hasPrefix("application/json") == true || format != "template" else {
+            return reject(400, "A template notification needs Content-Type application/json")
+        }
+        var expression: TagExpression?
+        let tagHeader = request.header("servicebusnotification-tags")
+        if let tagHeader {
+            do {
+                expression = try TagExpression(parsing: tagHeader)
+            } catch {
+                return reject(400, "Invalid ServiceBusNotification-Tags: \(error.description)")
+            }
+        }
+        var properties: [String: String] = [:]
+        if format == "template" {
+            guard case .object(let object)? = try? JSONParser.parse(request.body) else {
+                return reject(400, "A template notification's body must be a JSON object of strings")
+            }
+            for (name, value) in object {
+                guard case .string(let s) = value else { return reject(400, "Template property \(name) is not a string") }
+                properties[name] = s
+            }
+            properties = CompiledTemplate.normalize(properties)
+        }
+        let decision = faults.decide(tags: expression?.tags ?? [])
+        if decision.drop {
+            var dropped = EmulatorResponse(status: 0)
+            dropped.drop = true
+            return dropped
+        }
+        if let answer = decision.answer {
+            var response = reject(answer.status, answer.detail, retryAfter: answer.retryAfter)
+            response.latencyMs = decision.latencyMs
+            return response
+        }
+        let direct = request.queryValue("direct") != nil
+        let match: HubStore.Match = direct
+            ? HubStore.Match(count: 1, sample: [])
+            : store.match(format: format, expression: expression, sampleSize: configuration.samplePayloads)
+        let payloads: [[UInt8]] = direct
+            ? [request.body]
+            : match.sample.map { $0.template?.render(properties) ?? request.body }
+        let id = log.newNotificationID()
+        log.recordSend(.init(notificationID: id, hub: hub, tagExpression: expression?.description ?? tagHeader, format: format,
+                             matched: match.count, payloads: payloads, devices: match.sample.map(\.device),
+                             atEpochSeconds: Date().timeIntervalSince1970))
+        var response = EmulatorResponse(status: 201, headers: [
+            ("Location", "http://\(request.host)/\(hub)/messages/\(id)?api-version=2020-06"),
+            ("TrackingId", "emulator-\(id)"),
+        ])
+        if request.queryValue("test") != nil {
+            response.headers.append(("Content-Type", "application/xml; charset=utf-8"))
+            response.body = Array("<NotificationOutcome><Success>\(min(match.count, 10))</Success><Failure>0</Failure><Results/></NotificationOutcome>".utf8)
+        }
+        response.latencyMs = decision.latencyMs
+        return response
+    }
+
+    private func reject(_ status: Int, _ detail: String, retryAfter: Int? = nil) -> EmulatorResponse {
+        log.recordStatus(status)
+        return .error(status, detail, retryAfter: retryAfter)
+    }
+}

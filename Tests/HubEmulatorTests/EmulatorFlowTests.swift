@@ -1,0 +1,162 @@
+import Foundation
+@testable import HubEmulator
+import News
+import NotificationHubs
+import Testing
+import TestSupport
+
+/// The emulator through HTTP, driven by the project's own client.
+@Suite struct EmulatorFlowTests {
+    static let template = SimulatedAudience.seedTemplate
+
+    /// Registers one seed-000 device per tag set; returns registration ids in order.
+    func register(_ tagSets: [[String]], with client: NotificationHubClient) async throws -> [String] {
+        var ids: [String] = []
+        for (i, tags) in tagSets.enumerated() {
+            let id = try await client.createRegistrationID()
+            try await client.upsertRegistration(Registration(platform: .apple, handle: "token\(i)", tags: tags, template: Self.template), id: id)
+            ids.append(id)
+        }
+        return ids
+    }
+
+    @Test func seed000FlowReachesExactlyTheSubscribedDevices() async throws {
+        let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 50 })
+        let listen = try live.client("DefaultListenSharedAccessSignature")
+        // Devices hold only the listen key, and it is enough to register.
+        let ids = try await register([["World", "Sports"], ["Politics"], ["World"], ["Business", "Technology"]], with: listen)
+        let backend = try live.client()
+        let result = try await backend.sendTemplate(properties: [("messageParam", "Breaking World News : Quake hits")], tagExpression: "World")
+        #expect(result.status == 201 && result.notificationID == "1")
+
+        let record = try #require(try await live.deliveries().first)
+        #expect(record["matched"] as? Int == 2)
+        #expect(Set(record["devices"] as? [String] ?? []) == ["registration:\(ids[0])", "registration:\(ids[2])"])
+        #expect(record["payloads"] as? [String] == Array(repeating: #"{"aps":{"alert":"Breaking World News : Quake hits"}}"#, count: 2))
+    }
+
+    @Test func tagExpressionsSelectTheHandComputedAudience() async throws {
+        let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 50 })
+        let client = try live.client()
+        let tagSets = [["World"], ["World", "Sports"], ["Politics"], ["Politics", "Sports"], ["Science"], ["World", "Politics"]]
+        let ids = try await register(tagSets, with: client)
+        let cases: [(String, Set<Int>)] = [
+            ("World || Politics", [0, 1, 2, 3, 5]),
+            ("World && !Sports", [0, 5]),
+            ("(World || Politics) && Sports", [1, 3]),
+            ("!World && !Politics", [4]),
+            ("Science || World && Politics", [4, 5]),
+        ]
+        for (expression, expected) in cases {
+            #expect(live.emulator.handle(EmulatorRequest(method: "DELETE", path: "/_emulator/deliveries", host: "x")).status == 204)
+            _ = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: expression)
+            let record = try #require(try await live.deliveries().last)
+            #expect(Set(record["devices"] as? [String] ?? []) == Set(expected.map { "registration:\(ids[$0])" }), "\(expression)")
+            #expect(record["matched"] as? Int == expected.count, "\(expression)")
+        }
+    }
+
+    @Test func installationsWithPatch() async throws {
+        let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 10 })
+        let client = try live.client()
+        try await client.upsertInstallation(Installation(installationId: "phone-1", platform: "apns", pushChannel: "abc", tags: ["World"],
+                                                         templates: ["alert": .init(body: #"{"aps":{"alert":"$(messageParam)"}}"#)]))
+        _ = try await client.sendTemplate(properties: [("messageParam", "one")], tagExpression: "Sports")
+        try await client.patchInstallation(id: "phone-1", [InstallationPatch(op: .add, path: "/tags", value: "Sports")])
+        _ = try await client.sendTemplate(properties: [("messageParam", "two")], tagExpression: "Sports")
+        try await client.patchInstallation(id: "phone-1", [InstallationPatch(op: .remove, path: "/tags/World"),
+                                                           InstallationPatch(op: .replace, path: "/templates/alert", value: #"{"body":"{\"msg\":\"$(messageParam)\"}"}"#)])
+        _ = try await client.sendTemplate(properties: [("messageParam", "three")], tagExpression: "Sports || World")
+        let fetched = try await client.installation(id: "phone-1")
+        #expect(fetched.tags == ["Sports"])
+        let records = try await live.deliveries()
+        #expect(records.map { $0["matched"] as? Int } == [0, 1, 1])
+        #expect(records[2]["payloads"] as? [String] == [#"{"msg":"three"}"#])
+        try await client.deleteInstallation(id: "phone-1")
+        _ = try await client.sendTemplate(properties: [("messageParam", "four")], tagExpression: "Sports")
+        #expect(try await live.deliveries().last?["matched"] as? Int == 0)
+    }
+
+    @Test func limitsBadTokensAndRightsAreRefusedAsNHDoes() async throws {
+        let live = try await LiveEmulator()
+        let client = try live.client(attempts: 1)
+        // Past the limits the client refuses before sending; raw requests get NH's 400.
+        let tooMany = (1...21).map { "t\($0)" }.joined(separator: "||")
+        let mixed = "a && b && c && d && e && f && !g"
+        for expression in [tooMany, mixed] {
+            let answer = try await rawSend(live, tags: expression)
+            #expect(answer.status == 400, "\(expression)")
+        }
+        let listenOnly = try live.client("DefaultListenSharedAccessSignature", attempts: 1)
+        do {
+            _ = try await listenOnly.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+            Issue.record("a listen key sent a notification")
+        } catch {
+            #expect(error.status == 401 && error.message.contains("lacks the Send right"))
+        }
+        // An expired token, signed with the right key.
+        let key = try #require(live.emulator.configuration.policy.keys.first)
+        let expired = SASToken(resourceURI: "http://127.0.0.1:\(live.port)/breaking", keyName: key.name, key: key.secret, expiry: 1000)
+        let answer = try await rawSend(live, tags: "World", authorization: expired.header)
+        #expect(answer.status == 401 && String(decoding: answer.body, as: UTF8.self).contains("ExpiredToken"))
+        let forged = SASToken(resourceURI: "http://127.0.0.1:\(live.port)/breaking", keyName: key.name, key: "wrong", expiry: 4_000_000_000)
+        #expect(try await rawSend(live, tags: "World", authorization: forged.header).status == 401)
+        _ = client
+    }
+
+    @Test func everyFaultKindIsSeenByTheClient() async throws {
+        let live = try await LiveEmulator()
+        let client = try live.client(attempts: 3)
+        func fault(_ f: Fault) { live.emulator.faults.clear(); live.emulator.faults.add(f) }
+
+        fault(Fault(status: 429, retryAfter: 0, count: 1))
+        let throttled = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(throttled.attempts == 2 && throttled.throttledAttempts == 1)
+
+        fault(Fault(quotaExceeded: true, count: 1))
+        let quota = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(quota.attempts == 2 && quota.throttledAttempts == 1)
+
+        fault(Fault(status: 503))
+        do {
+            _ = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+            Issue.record("503 fault did not fail")
+        } catch {
+            #expect(error.reason == .serverError && error.attempts == 3)
+        }
+
+        fault(Fault(latencyMs: 300))
+        let slow = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(slow.latency >= .milliseconds(300))
+
+        // On a reused keep-alive connection libcurl silently re-sends a request whose connection died
+        // unanswered, so the drop is shown on a fresh client's first (new) connection.
+        fault(Fault(dropConnection: 1, count: 1))
+        let dropped = try await live.client(attempts: 3).sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(dropped.attempts == 2)
+
+        fault(Fault(status: 503, tag: "Sports"))
+        #expect(try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World").attempts == 1)
+
+        let (stats, _) = try await live.get("_emulator/stats")
+        let counts = try #require((try JSONSerialization.jsonObject(with: stats) as? [String: Any])?["statusCounts"] as? [String: Int])
+        #expect(counts["429"] == 1 && counts["403"] == 1 && counts["503"] == 3)
+    }
+
+    private func rawSend(_ live: LiveEmulator, tags: String, authorization: String? = nil) async throws -> HTTPResponse {
+        let key = try #require(live.emulator.configuration.policy.keys.first)
+        let token = authorization ?? SASToken(resourceURI: "http://127.0.0.1:\(live.port)/breaking", keyName: key.name, key: key.secret,
+                                             expiry: Int64(Date().timeIntervalSince1970) + 600).header
+        return try await CurlTransport(logger: .init(label: "t")).send(HTTPRequest(
+            method: .post, url: live.baseURL + "breaking/messages/?api-version=2020-06",
+            headers: [HTTPHeader("Authorization", token), HTTPHeader("ServiceBusNotification-Format", "template"),
+                      HTTPHeader("ServiceBusNotification-Tags", tags), HTTPHeader("Content-Type", "application/json;charset=utf-8")],
+            body: Array(#"{"messageParam":"m"}"#.utf8)))
+    }
+}
+
+func with<T>(_ value: T, _ change: (inout T) -> Void) -> T {
+    var copy = value
+    change(&copy)
+    return copy
+}
