@@ -5,7 +5,10 @@ import NotificationHubs
 public struct EmulatorRequest: Sendable {
     public var method: String
     public var path: String
-    public var query: String
+    public var query: String {
+        didSet { queryItems = Self.parse(query) }
+    }
+    private var queryItems: [(Substring, Substring?)]
     /// Lowercased names.
     public var headers: [String: String]
     public var body: [UInt8]
@@ -16,7 +19,10 @@ public struct EmulatorRequest: Sendable {
         self.method = method
         self.path = path
         self.query = query
-        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
+        queryItems = Self.parse(query)
+        // Lowercase only when needed: the server already hands over lowercased names.
+        self.headers = headers.keys.allSatisfy({ $0 == $0.lowercased() })
+            ? headers : Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
         self.body = body
         self.host = host
     }
@@ -25,11 +31,15 @@ public struct EmulatorRequest: Sendable {
 
     /// `?direct`, `?test` and `?api-version=…` style flags and values.
     func queryValue(_ name: String) -> String? {
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.first.map(String.init) == name { return parts.count > 1 ? String(parts[1]) : "" }
-        }
+        for (key, value) in queryItems where key == name { return value.map(String.init) ?? "" }
         return nil
+    }
+
+    private static func parse(_ query: String) -> [(Substring, Substring?)] {
+        query.split(separator: "&").map { pair in
+            guard let eq = pair.firstIndex(of: "=") else { return (pair, nil) }
+            return (pair[..<eq], pair[pair.index(after: eq)...])
+        }
     }
 }
 

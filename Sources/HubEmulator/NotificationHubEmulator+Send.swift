@@ -29,11 +29,12 @@ extension NotificationHubEmulator {
             guard case .object(let object)? = try? JSONParser.parse(request.body) else {
                 return reject(400, "A template notification's body must be a JSON object of strings")
             }
+            properties.reserveCapacity(object.count)
             for (name, value) in object {
                 guard case .string(let s) = value else { return reject(400, "Template property \(name) is not a string") }
-                properties[name] = s
+                // Lowercased once here: templates match property names case-insensitively.
+                properties[name.lowercased()] = s
             }
-            properties = CompiledTemplate.normalize(properties)
         }
         let decision = faults.decide(tags: expression?.tags ?? [])
         if decision.drop {
@@ -54,7 +55,7 @@ extension NotificationHubEmulator {
             ? [request.body]
             : match.sample.map { $0.template?.render(properties) ?? request.body }
         let id = log.newNotificationID()
-        log.recordSend(.init(notificationID: id, hub: hub, tagExpression: expression?.description ?? tagHeader, format: format,
+        log.recordSend(.init(notificationID: id, hub: hub, tagExpression: tagHeader, format: format,
                              matched: match.count, payloads: payloads, devices: match.sample.map(\.device),
                              atEpochSeconds: Date().timeIntervalSince1970))
         var response = EmulatorResponse(status: 201, headers: [

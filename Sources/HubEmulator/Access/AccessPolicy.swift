@@ -1,5 +1,6 @@
 import Foundation
 import NotificationHubs
+import Synchronization
 
 /// The emulator's shared access keys and the rights each grants, checked as NH checks them.
 public struct AccessPolicy: Sendable {
@@ -20,6 +21,9 @@ public struct AccessPolicy: Sendable {
     }
 
     public let keys: [Key]
+    /// Tokens whose signature was already checked: clients reuse one token for many requests,
+    /// so the HMAC and the parsing run once per token, not once per request.
+    private let verified = VerifiedTokens()
 
     /// NH's default policies (full and listen) plus a send-only one, with fresh random secrets.
     public static func generated() -> AccessPolicy {
@@ -47,23 +51,53 @@ public struct AccessPolicy: Sendable {
     /// Checks an `Authorization` header for `resource` (e.g. `http://127.0.0.1:8089/hub`).
     public func authorize(_ header: String?, resource: String, needs right: Rights, now: Double) throws(Denied) {
         guard let header, !header.isEmpty else { throw Denied(detail: "MissingToken: the Authorization header is missing") }
-        guard let fields = SASToken.parse(header) else { throw Denied(detail: "InvalidToken: the Authorization header is not a SharedAccessSignature") }
-        guard let key = keys.first(where: { $0.name == fields.keyName }) else {
-            throw Denied(detail: "InvalidToken: unknown key name \(fields.keyName)")
+        let token: VerifiedTokens.Token
+        if let known = verified.lookup(header) {
+            token = known
+        } else {
+            guard let fields = SASToken.parse(header) else { throw Denied(detail: "InvalidToken: the Authorization header is not a SharedAccessSignature") }
+            guard let key = keys.first(where: { $0.name == fields.keyName }) else {
+                throw Denied(detail: "InvalidToken: unknown key name \(fields.keyName)")
+            }
+            guard fields.isSigned(by: key.secret) else { throw Denied(detail: "InvalidSignature: the token's signature does not match") }
+            token = .init(keyName: key.name, rights: key.rights, expiry: fields.expiry,
+                          scope: PercentEncoding.decode(fields.resource)?.lowercased() ?? "")
+            verified.remember(header, token)
         }
-        guard fields.isSigned(by: key.secret) else { throw Denied(detail: "InvalidSignature: the token's signature does not match") }
-        guard Double(fields.expiry) > now else { throw Denied(detail: "ExpiredToken: the token expired at \(fields.expiry)") }
-        let scope = PercentEncoding.decode(fields.resource)?.lowercased() ?? ""
+        guard Double(token.expiry) > now else { throw Denied(detail: "ExpiredToken: the token expired at \(token.expiry)") }
+        let scope = token.scope
         let target = resource.lowercased()
         guard !scope.isEmpty, target == scope || target.hasPrefix(scope.hasSuffix("/") ? scope : scope + "/") else {
             throw Denied(detail: "InvalidAudience: the token is for \(scope), not \(target)")
         }
-        guard key.rights.contains(right) else {
-            throw Denied(detail: "UnauthorizedAccess: the \(key.name) policy lacks the \(Self.name(of: right)) right")
+        guard token.rights.contains(right) else {
+            throw Denied(detail: "UnauthorizedAccess: the \(token.keyName) policy lacks the \(Self.name(of: right)) right")
         }
     }
 
     private static func name(of right: Rights) -> String {
         right == .send ? "Send" : right == .manage ? "Manage" : "Listen"
+    }
+}
+
+/// Signature-checked tokens by header text, bounded.
+final class VerifiedTokens: Sendable {
+    struct Token: Sendable {
+        let keyName: String
+        let rights: AccessPolicy.Rights
+        let expiry: Int64
+        let scope: String
+    }
+
+    private static let capacity = 1024
+    private let tokens = Mutex<[String: Token]>([:])
+
+    func lookup(_ header: String) -> Token? { tokens.withLock { $0[header] } }
+
+    func remember(_ header: String, _ token: Token) {
+        tokens.withLock { tokens in
+            if tokens.count >= Self.capacity { tokens.removeAll(keepingCapacity: true) }
+            tokens[header] = token
+        }
     }
 }

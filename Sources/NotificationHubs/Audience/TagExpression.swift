@@ -122,11 +122,12 @@ struct TagExpressionParser {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 { index += 1 }
     }
 
-    private mutating func consume(_ op: String) -> Bool {
+    private mutating func consume(_ op: StaticString) -> Bool {
         skipSpaces()
-        let op = Array(op.utf8)
-        guard index + op.count <= bytes.count, Array(bytes[index..<index + op.count]) == op else { return false }
-        index += op.count
+        let count = op.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        for i in 0..<count where bytes[index + i] != op.utf8Start[i] { return false }
+        index += count
         return true
     }
 
