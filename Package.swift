@@ -16,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     ],
     targets: [
@@ -59,8 +60,10 @@ let package = Package(
         .target(
             name: "Broadcast",
             dependencies: [
-                "News", "NotificationHubs", "Kafka",
+                "News", "NotificationHubs", "Kafka", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // A local Notification Hubs: in-memory store, tag routing, templates, SAS, faults.
@@ -74,6 +77,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // Metrics kept in memory (a swift-metrics back end) for the stdout JSON-lines printer.
+        .target(
+            name: "Telemetry",
+            dependencies: [.product(name: "CoreMetrics", package: "swift-metrics")]
         ),
         // The news item: schema, decoding, validation, category ↔ topic mapping.
         .target(name: "News"),
@@ -89,7 +97,8 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry",
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -99,7 +108,7 @@ let package = Package(
         .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HubEmulatorTests", dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]),
-        .testTarget(name: "BroadcastTests", dependencies: ["Broadcast", "News", "NotificationHubs"]),
+        .testTarget(name: "BroadcastTests", dependencies: ["Broadcast", "News", "NotificationHubs", "Telemetry"]),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "TestSupport"], exclude: ["Help"]),
         // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.

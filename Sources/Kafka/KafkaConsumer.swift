@@ -127,6 +127,14 @@ public final class KafkaConsumer: Service, Sendable {
     /// The partitions currently paused, by the application or by backpressure.
     public var pausedPartitions: Set<TopicPartition> { pauses.withLock { $0.paused } }
 
+    /// Messages behind the end of the assigned partitions (from librdkafka's cached watermarks).
+    public var lag: Int64 {
+        client.lag(Array(pauses.withLock { $0.assignment }))
+    }
+
+    /// Messages fetched and waiting for the application.
+    public var buffered: Int { buffer.count }
+
     /// Proves a broker answers before the consumer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
         let client = self.client
@@ -170,6 +178,37 @@ public final class KafkaConsumer: Service, Sendable {
             let buffer: MessageBuffer
             public mutating func next() async -> KafkaMessage? { await buffer.next() }
         }
+
+        /// What waiting for a batch ended with.
+        public enum Wait: Sendable {
+            case batch([KafkaMessage])
+            case timedOut
+            /// The consumer stopped and every buffered message was taken.
+            case finished
+        }
+
+        /// Waits up to `timeout` for a message, then takes what else is buffered, up to `max`.
+        /// A message that arrives as the wait times out is returned, never lost.
+        public func nextBatch(max: Int, timeout: Duration) async -> Wait {
+            let first: KafkaMessage? = await withTaskGroup(of: KafkaMessage?.self) { group in
+                group.addTask { await buffer.next() }
+                group.addTask {
+                    try? await Task.sleep(for: timeout)
+                    return nil
+                }
+                var message: KafkaMessage?
+                for await result in group {
+                    if let result { message = result }
+                    group.cancelAll()
+                }
+                return message
+            }
+            guard let first else { return buffer.isFinished ? .finished : .timedOut }
+            return .batch([first] + buffer.drain(max: max - 1))
+        }
+
+        /// Takes what is buffered now, up to `max`, without waiting.
+        public func drain(max: Int) -> [KafkaMessage] { buffer.drain(max: max) }
 
         /// Waits for one message, then takes whatever else is already buffered, up to `max`.
         public func nextBatch(max: Int) async -> [KafkaMessage] {

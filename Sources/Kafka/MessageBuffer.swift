@@ -79,6 +79,8 @@ final class MessageBuffer: Sendable {
         }
     }
 
+    var isFinished: Bool { state.withLock { $0.finished && $0.count == 0 } }
+
     /// Takes what is buffered now, up to `max`, without waiting.
     func drain(max: Int) -> [KafkaMessage] {
         state.withLock { state in

@@ -145,6 +145,23 @@ final class RDKafkaClient: @unchecked Sendable {
         return result
     }
 
+    /// High watermark minus the consumer's position, summed; cached values, no broker round trip.
+    func lag(_ partitions: [TopicPartition]) -> Int64 {
+        guard !partitions.isEmpty else { return 0 }
+        let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        guard rd_kafka_position(handle, list) == RD_KAFKA_RESP_ERR_NO_ERROR else { return 0 }
+        var total: Int64 = 0
+        for entry in read(list) {
+            var low: Int64 = 0, high: Int64 = 0
+            guard rd_kafka_get_watermark_offsets(handle, entry.topicPartition.topic, entry.topicPartition.partition, &low, &high)
+                == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { continue }
+            let position = entry.offset >= 0 ? entry.offset : low
+            total += max(0, high - position)
+        }
+        return total
+    }
+
     func pause(_ partitions: [TopicPartition]) {
         setPaused(partitions, paused: true)
     }

@@ -14,14 +14,18 @@ public final class NotificationHubClient: Sendable {
     private let sleep: @Sendable (Duration) async throws -> Void
     private let random: @Sendable () -> Double
     private let clock: @Sendable () -> Double
+    private let attemptFailed: @Sendable (FailureReason) -> Void
 
-    /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests.
+    /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests;
+    /// `attemptFailed` hears every attempt that will be retried (the pipeline's limiter listens).
     public init(
         configuration: NotificationHubConfiguration, transport: CurlTransport, logger: Logger,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        attemptFailed: @escaping @Sendable (FailureReason) -> Void = { _ in }
     ) {
+        self.attemptFailed = attemptFailed
         self.configuration = configuration
         self.transport = transport
         self.logger = logger
@@ -146,6 +150,8 @@ public final class NotificationHubClient: Sendable {
                 refreshed = true
                 token = tokens.refresh(for: resource, rejected: token)
             case .retry(let reason):
+                // Heard per attempt, so adaptive concurrency reacts while the retries are still pending.
+                attemptFailed(reason)
                 if reason == .throttled { throttled += 1 }
                 guard attempts < configuration.retry.maxAttempts else {
                     throw failure(reason, status, message, attempts, throttled, firstAttemptAt)

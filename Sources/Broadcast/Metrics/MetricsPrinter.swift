@@ -1,0 +1,93 @@
+import Foundation
+import News
+import ServiceLifecycle
+import Telemetry
+
+/// Prints the pipeline's metrics as one JSON object per line on stdout, every interval and once
+/// more at shutdown (schemas/metrics.schema.json).
+public struct MetricsPrinter: Service {
+    let metrics: InMemoryMetrics
+    let interval: Duration
+    let write: @Sendable ([UInt8]) -> Void
+
+    public init(metrics: InMemoryMetrics, interval: Duration,
+                write: @escaping @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }) {
+        self.metrics = metrics
+        self.interval = interval
+        self.write = write
+    }
+
+    public func run() async throws {
+        var previous = metrics.snapshot(resettingIntervals: false)
+        var previousAt = ContinuousClock.now
+        // Periodic lines until shutdown; the final line (totals) is `printFinal`, after the pipeline drained.
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            } catch {
+                break
+            }
+            let now = ContinuousClock.now
+            let snapshot = metrics.snapshot(resettingIntervals: true)
+            write(Self.line(snapshot, previous: previous, elapsed: now - previousAt, final: false))
+            previous = snapshot
+            previousAt = now
+        }
+    }
+
+    /// The final line: totals over the whole run, with the latency of the whole run.
+    public func printFinal(elapsed: Duration) {
+        write(Self.line(metrics.snapshot(resettingIntervals: false), previous: nil, elapsed: elapsed, final: true))
+    }
+
+    static func line(_ s: InMemoryMetrics.Snapshot, previous: InMemoryMetrics.Snapshot?, elapsed: Duration, final: Bool) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 512)
+        w.beginObject()
+        w.member("ts", ISO8601DateFormatter().string(from: Date()))
+        for (field, label) in [("consumed", "consumed"), ("sent", "sent"), ("failed", "failed"), ("retried", "retried"),
+                               ("throttled", "throttled"), ("deadLettered", "dead_lettered"), ("invalid", "invalid"),
+                               ("expired", "expired"), ("duplicates", "duplicates")] {
+            w.key(field)
+            w.number(s.counter(PipelineMetrics.prefix + label))
+        }
+        w.key("inFlight")
+        w.number(Int64(s.meter("hubcast_in_flight")))
+        w.key("concurrency")
+        w.number(Int64(s.meter("hubcast_concurrency")))
+        let seconds = max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 0.001)
+        let sentNow = s.counter("hubcast_sent") - (previous?.counter("hubcast_sent") ?? 0)
+        w.key("sendsPerSec")
+        w.raw(String(format: "%.1f", Double(sentNow) / seconds).utf8)
+        let timers = final ? s.totalTimers : s.intervalTimers
+        let send = timers.filter { $0.key.label == "hubcast_send_latency" }.values.reduce(into: Histogram()) { $0.merge($1) }
+        w.key("latencyMs")
+        writeLatency(send, into: &w)
+        w.key("endToEndMs")
+        w.beginObject()
+        for (key, histogram) in timers.filter({ $0.key.label == "hubcast_end_to_end_latency" }).sorted(by: { $0.key.dimensions.lexicographicallyPrecedes($1.key.dimensions) })
+        where histogram.count > 0 {
+            w.key(key.dimension("category") ?? "")
+            writeLatency(histogram, into: &w)
+        }
+        w.endObject()
+        w.key("lag")
+        w.number(Int64(s.meter("hubcast_lag")))
+        if final {
+            w.key("final")
+            w.bool(true)
+        }
+        w.endObject()
+        return w.bytes
+    }
+
+    private static func writeLatency(_ h: Histogram, into w: inout JSONWriter) {
+        w.beginObject()
+        for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
+            w.key(name)
+            w.raw(String(format: "%.2f", Double(h.value(atQuantile: q)) / 1000).utf8)
+        }
+        w.key("max")
+        w.raw(String(format: "%.2f", Double(h.max) / 1000).utf8)
+        w.endObject()
+    }
+}

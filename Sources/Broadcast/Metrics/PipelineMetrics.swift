@@ -1,0 +1,33 @@
+import Metrics
+
+/// The pipeline's metrics, created once with fixed labels (never per message).
+public struct PipelineMetrics: Sendable {
+    public static let prefix = "hubcast_"
+
+    let consumed = Counter(label: "hubcast_consumed")
+    let sent = Counter(label: "hubcast_sent")
+    let failed = Counter(label: "hubcast_failed")
+    let retried = Counter(label: "hubcast_retried")
+    let throttled = Counter(label: "hubcast_throttled")
+    let deadLettered = Counter(label: "hubcast_dead_lettered")
+    let invalid = Counter(label: "hubcast_invalid")
+    let expired = Counter(label: "hubcast_expired")
+    let duplicates = Counter(label: "hubcast_duplicates")
+    let itemsDone = Counter(label: "hubcast_items_done")
+    let inFlight = Meter(label: "hubcast_in_flight")
+    let concurrency = Meter(label: "hubcast_concurrency")
+    let lag = Meter(label: "hubcast_lag")
+    let sendLatency = Timer(label: "hubcast_send_latency")
+    private let endToEnd: [String: Timer]
+
+    /// End-to-end latency gets one timer per category (Kafka timestamp → hub accepted).
+    public init(categories: [String]) {
+        endToEnd = Dictionary(uniqueKeysWithValues: categories.map {
+            ($0, Timer(label: "hubcast_end_to_end_latency", dimensions: [("category", $0)]))
+        })
+    }
+
+    func recordEndToEnd(category: String, milliseconds: Int64) {
+        endToEnd[category]?.recordMilliseconds(milliseconds)
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import Broadcast
+import Foundation
+import Kafka
+import Logging
+import News
+
+/// How the pipeline consumes, sends and reports: `hubcast run` and `hubcast demo`.
+struct PipelineOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("Consumer group (env HUBCAST_GROUP; default hubcast).", valueName: "id"))
+    var group: String?
+
+    @Option(name: .long, help: ArgumentHelp("Sends in flight at most; the adaptive limit never exceeds it (env HUBCAST_CONCURRENCY; default 64).", valueName: "n"))
+    var concurrency: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Lowest the adaptive limit goes under throttling (env HUBCAST_MIN_CONCURRENCY; default 4).", valueName: "n"))
+    var minConcurrency: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 500).", valueName: "n"))
+    var batchSize: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Wait for a fuller batch after its first message, in ms (env HUBCAST_BATCH_LINGER_MS; default 5).", valueName: "ms"))
+    var batchLingerMs: Int?
+
+    @Option(name: .long, help: ArgumentHelp("How often finished offsets are committed, in ms (env HUBCAST_COMMIT_INTERVAL_MS; default 1000).", valueName: "ms"))
+    var commitIntervalMs: Int?
+
+    @Option(name: .long, help: ArgumentHelp("On SIGTERM/SIGINT, seconds in-flight sends get to finish (env HUBCAST_DRAIN_TIMEOUT; default 30).", valueName: "seconds"))
+    var drainTimeout: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Dead-letter sink: kafka:TOPIC or file:PATH (env HUBCAST_DLQ; default kafka:news.deadletter).", valueName: "sink"))
+    var dlq: String?
+
+    @Option(name: .long, help: ArgumentHelp("Seconds between metrics lines on stdout (env HUBCAST_METRICS_INTERVAL; default 10).", valueName: "seconds"))
+    var metricsInterval: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Item ids remembered to avoid duplicate sends in one process (env HUBCAST_DEDUPE_WINDOW; default 100000).", valueName: "n"))
+    var dedupeWindow: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Largest message accepted, in bytes; larger ones are dead-lettered as invalid (env HUBCAST_MAX_MESSAGE_BYTES; default 65536).", valueName: "bytes"))
+    var maxMessageBytes: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Exit once no message arrived for this many seconds and nothing is in flight (default: run until signalled).", valueName: "seconds"))
+    var exitWhenIdle: Int?
+
+    func configuration(_ settings: Settings, categories: Categories) throws(CLIError) -> PipelineConfiguration {
+        var config = PipelineConfiguration(categories: categories)
+        config.concurrency = try settings.int(concurrency, "concurrency", default: 64, range: 1...10_000)
+        config.minConcurrency = try settings.int(minConcurrency, "min-concurrency", default: min(4, config.concurrency), range: 1...config.concurrency)
+        config.batchSize = try settings.int(batchSize, "batch-size", default: 500, range: 1...100_000)
+        config.batchLinger = .milliseconds(try settings.int(batchLingerMs, "batch-linger-ms", default: 5, range: 0...60_000))
+        config.commitInterval = .milliseconds(try settings.int(commitIntervalMs, "commit-interval-ms", default: 1000, range: 10...600_000))
+        config.drainTimeout = .seconds(try settings.int(drainTimeout, "drain-timeout", default: 30, range: 0...3600))
+        config.dedupeWindow = try settings.int(dedupeWindow, "dedupe-window", default: 100_000, range: 1...10_000_000)
+        config.maxMessageBytes = try settings.int(maxMessageBytes, "max-message-bytes", default: NewsItemDecoder.defaultMaxMessageBytes, range: 64...16_777_216)
+        if let idle = try settings.int(exitWhenIdle, "exit-when-idle", default: 0, range: 0...86_400) as Int?, idle > 0 {
+            config.stopWhenIdle = .seconds(idle)
+        }
+        return config
+    }
+
+    func groupID(_ settings: Settings) -> String { settings.string(group, "group", default: "hubcast") }
+
+    func interval(_ settings: Settings) throws(CLIError) -> Duration {
+        .seconds(try settings.int(metricsInterval, "metrics-interval", default: 10, range: 1...86_400))
+    }
+
+    /// The dead-letter sink named by --dlq.
+    func deadLetterSink(_ settings: Settings, kafka: KafkaConfiguration, logger: Logger) throws(CLIError) -> (any DeadLetterSink, KafkaProducer?) {
+        let spec = settings.string(dlq, "dlq", default: "kafka:news.deadletter")
+        if spec.hasPrefix("file:"), spec.count > 5 {
+            do {
+                return (try FileDeadLetterSink(path: String(spec.dropFirst(5))), nil)
+            } catch {
+                throw .usage("--dlq: cannot open \(spec.dropFirst(5)) for appending")
+            }
+        }
+        guard spec.hasPrefix("kafka:"), spec.count > 6 else { throw .usage("--dlq: expected kafka:TOPIC or file:PATH, got \"\(spec)\"") }
+        do {
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafka), logger: logger)
+            return (KafkaDeadLetterSink(producer: producer, topic: String(spec.dropFirst(6))), producer)
+        } catch {
+            throw .usage("Kafka configuration: \(error)")
+        }
+    }
+}
