@@ -110,7 +110,7 @@ let package = Package(
         .testTarget(name: "HubEmulatorTests", dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "BroadcastTests", dependencies: ["Broadcast", "News", "NotificationHubs", "Telemetry"]),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "TestSupport"], exclude: ["Help"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"], exclude: ["Help"]),
         // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.
         .target(name: "TestSupport", dependencies: ["Kafka"], path: "Tests/TestSupport"),
     ],

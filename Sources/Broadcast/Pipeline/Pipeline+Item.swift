@@ -54,6 +54,7 @@ extension Pipeline {
         do {
             let result = try await client.sendTemplate(properties: send.properties, tagExpression: send.tagExpression)
             gate.release(succeeded: true)
+            metrics.concurrency.set(gate.limit)
             metrics.sent.increment()
             metrics.retried.increment(by: result.attempts - 1)
             metrics.throttled.increment(by: result.throttledAttempts)

@@ -1,0 +1,127 @@
+import Foundation
+import HubEmulator
+import Kafka
+import News
+import Testing
+import TestSupport
+
+/// A dev broker and an emulator as processes, plus helpers to feed and inspect a `hubcast run`.
+final class PipelineHarness: Sendable {
+    static let hub = "hubcast"
+    let broker: DevBrokerProcess
+    let emulator: ServerProcess
+    let devices: Int
+    let dlq: URL
+
+    init(devices: Int = 1000, partitions: Int = 3, emulatorArguments: [String] = []) throws {
+        broker = try DevBrokerProcess(partitions: partitions)
+        emulator = try ServerProcess(HubcastBinary.path, ["emulator", "--hub", Self.hub, "--devices", String(devices), "--sample-payloads", "1",
+                                                          "--log-level", "warning"] + emulatorArguments)
+        self.devices = devices
+        dlq = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-dlq-\(UUID().uuidString).jsonl")
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: dlq)
+    }
+
+    var emulatorURL: String {
+        let port = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
+        return "http://127.0.0.1:\(port)/"
+    }
+
+    /// How many simulated devices follow each category: the emulator's audience, recomputed.
+    func followers() throws -> [String: Int] {
+        try SimulatedAudience.populate(NotificationHubEmulator(), hub: "x", count: devices, seed: 1)
+    }
+
+    /// Publishes items `n` in `range`: item n has id "item-n", category seedNames[n % 6], headline "Headline n".
+    func produce(_ range: Range<Int>, extra: [(topic: String, value: String)] = []) async throws {
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: broker.bootstrap)),
+                                         logger: KafkaTestKit.logger)
+        let categories = try Categories()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for n in range {
+                let category = Categories.seedNames[n % 6]
+                let item = NewsItem(id: "item-\(n)", headline: "Headline \(n)", category: category)
+                group.addTask { _ = try await producer.send(topic: categories.topic(for: category)!, key: Array(item.id.utf8), value: item.json) }
+            }
+            for (topic, value) in extra {
+                group.addTask { _ = try await producer.send(topic: topic, value: Array(value.utf8)) }
+            }
+            try await group.waitForAll()
+        }
+        try await producer.close()
+    }
+
+    func runArguments(_ extra: [String] = []) -> [String] {
+        ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--dlq", "file:" + dlq.path, "--metrics-interval", "1",
+         "--exit-when-idle", "3", "--retry-base-ms", "10", "--retry-max-ms", "200"] + extra
+    }
+
+    var environment: [String: String] { ["HUBCAST_CONNECTION_STRING": emulator.firstLine] }
+
+    /// Runs `hubcast run` until idle.
+    func run(_ extra: [String] = [], timeout: Duration = .seconds(240)) async throws -> HubcastBinary.Result {
+        try await HubcastBinary.run(runArguments(extra), environment: environment, timeout: timeout)
+    }
+
+    /// Every delivery the emulator recorded: (headline of the first payload, tag expression, matched).
+    func deliveries() async throws -> [(headline: String, tags: String, matched: Int)] {
+        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/deliveries"])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return (json?["deliveries"] as? [[String: Any]] ?? []).map { record in
+            let payload = (record["payloads"] as? [String])?.first ?? ""
+            let headline = payload.components(separatedBy: " News : ").last?.components(separatedBy: "\"").first ?? ""
+            return (headline, record["tagExpression"] as? String ?? "", record["matched"] as? Int ?? -1)
+        }
+    }
+
+    func faults(_ json: String) async throws {
+        let result = try await ChildProcess.run("curl", ["-sf", "-X", "POST", "--data", json, emulatorURL + "_emulator/faults"])
+        #expect(result.status == 0)
+    }
+
+    func clearFaults() async throws {
+        _ = try await ChildProcess.run("curl", ["-sf", "-X", "DELETE", emulatorURL + "_emulator/faults"])
+    }
+
+    /// Dead-letter records in the --dlq file.
+    func deadLetters() throws -> [[String: Any]] {
+        guard let text = try? String(contentsOf: dlq, encoding: .utf8) else { return [] }
+        return try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+    }
+
+    /// The group's committed offsets summed over the category topics.
+    func committedTotal(group: String = "hubcast") async throws -> Int64 {
+        let categories = try Categories()
+        let partitions = categories.topics.flatMap { topic in (0..<3).map { TopicPartition(topic: topic, partition: Int32($0)) } }
+        let consumer = try KafkaConsumer(configuration: KafkaTestKit.consumerConfiguration(broker.bootstrap, group: group, topics: categories.topics),
+                                         logger: KafkaTestKit.logger)
+        return try await consumer.committed(partitions).values.reduce(0, +)
+    }
+
+    /// The parsed metrics lines of a run's stdout.
+    static func metricsLines(_ stdout: String) throws -> [[String: Any]] {
+        try stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+    }
+
+    /// Checks every stdout line against schemas/metrics.schema.json with the Python validator.
+    static func validateMetrics(_ stdout: String) async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let files = try stdout.split(separator: "\n").enumerated().map { i, line in
+            let file = dir.appendingPathComponent("\(i).json")
+            try String(line).write(to: file, atomically: true, encoding: .utf8)
+            return file.path
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
+        let result = try await ChildProcess.run(python, [root.appendingPathComponent("schemas/validate.py").path,
+                                                         root.appendingPathComponent("schemas/metrics.schema.json").path] + files)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(!result.stdout.contains("invalid "), "\(result.stdout)")
+        #expect(result.stdout.split(separator: "\n").count == files.count)
+    }
+}
