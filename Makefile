@@ -12,8 +12,9 @@ test: build
 	swift build --build-tests
 	swift test
 
+# The whole product on loopback: dev broker, emulator, sample news, pipeline, summary.
 demo: build
-	@bash deploy/demo.sh
+	$$(swift build --show-bin-path)/hubcast demo
 
 # Benchmarks need wrk and a release build; they are never part of `make test`.
 bench-emulator: setup

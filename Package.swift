@@ -83,6 +83,15 @@ let package = Package(
             name: "Telemetry",
             dependencies: [.product(name: "CoreMetrics", package: "swift-metrics")]
         ),
+        // `hubcast demo`: the whole product on loopback, in one process.
+        .target(
+            name: "Demo",
+            dependencies: [
+                "Broadcast", "HubEmulator", "Kafka", "News", "NotificationHubs", "Telemetry",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
         // The news item: schema, decoding, validation, category ↔ topic mapping.
         .target(name: "News"),
         // Publishing news items to their category topics (`hubcast produce`).
@@ -97,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Demo",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

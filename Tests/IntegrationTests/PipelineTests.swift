@@ -102,7 +102,7 @@ import TestSupport
         let deadline = ContinuousClock.now + .seconds(120)
         while try await h.deliveries().count < 2000 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
         process.terminate()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stdout = String(decoding: await readToEnd(out.fileHandleForReading), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let first = Set(try await h.deliveries().map(\.headline))
@@ -138,5 +138,47 @@ import TestSupport
         #expect(second.status == 0)
         // At least once: every item, some possibly twice (sent but not yet committed when killed).
         #expect(Set(try await h.deliveries().map(\.headline)) == Set((0..<5000).map { "Headline \($0)" }))
+    }
+}
+
+/// A hub outage: the emulator process is stopped (SIGSTOP) for 20 s, then continued.
+@Suite struct HubOutageTests {
+    @Test func theConsumerHoldsAndStaysInItsGroupAndNothingIsLost() async throws {
+        let h = try PipelineHarness(devices: 100)
+        // 20 ms per send at 8 in flight: the run takes long enough for the outage to land mid-way.
+        try await h.faults(#"{"latencyMs":20}"#)
+        try await h.produce(0..<3000)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
+        // A short request timeout makes the stopped hub show up as timeouts quickly.
+        process.arguments = h.runArguments(["--concurrency", "8", "--request-timeout", "1", "--max-attempts", "2", "--batch-size", "50",
+                                            "--kafka-property", "max.poll.interval.ms=10000", "--kafka-property", "session.timeout.ms=6000"])
+        process.environment = ProcessInfo.processInfo.environment.merging(h.environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        async let stderrData = readToEnd(err.fileHandleForReading)
+        async let stdoutData = readToEnd(out.fileHandleForReading)
+
+        let deadline = ContinuousClock.now + .seconds(120)
+        while try await h.deliveries().count < 300 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try await h.deliveries().count < 3000, "the run finished before the outage; the test proves nothing")
+        kill(h.emulator.process.processIdentifier, SIGSTOP)
+        try await Task.sleep(for: .seconds(20))
+        kill(h.emulator.process.processIdentifier, SIGCONT)
+        process.waitUntilExit()
+        let stderr = String(decoding: await stderrData, as: UTF8.self), stdout = String(decoding: await stdoutData, as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(stderr.suffix(3000))")
+        #expect(stderr.contains("The hub does not answer: holding sends"))
+        // One assignment and one revoke (at exit): the member never left its group during the outage.
+        #expect(stderr.components(separatedBy: "Partitions revoked").count - 1 == 1, "\(stderr.suffix(3000))")
+        #expect(stderr.components(separatedBy: "Partitions assigned").count - 1 == 1)
+        #expect(Set(try await h.deliveries().map(\.headline)) == Set((0..<3000).map { "Headline \($0)" }))
+        #expect(try h.deadLetters().isEmpty)
+        #expect(try await h.committedTotal() == 3000)
+        // Backpressure: the in-flight count stayed bounded while the hub was stopped.
+        let inFlight = try PipelineHarness.metricsLines(stdout).compactMap { $0["inFlight"] as? Int }
+        #expect(inFlight.max() ?? 0 <= 8 * 2 + 50, "\(inFlight)")
     }
 }

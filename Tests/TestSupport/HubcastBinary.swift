@@ -45,8 +45,8 @@ public enum ChildProcess {
         try process.run()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
-        async let stdoutData = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
-        async let stderrData = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+        async let stdoutData = readToEnd(out.fileHandleForReading)
+        async let stderrData = readToEnd(err.fileHandleForReading)
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
             if ContinuousClock.now > deadline { process.terminate(); break }

@@ -50,9 +50,13 @@ extension Pipeline {
     }
 
     /// One send through the client (which retries); the outcome is counted, failures dead-lettered.
+    ///
+    /// A hub that does not answer at all (connection refused, timeouts) is an outage, not a verdict
+    /// on this item: the send holds its slot and tries again until the hub is back, so the pool
+    /// fills, the consumer pauses its partitions, and nothing is dead-lettered for it.
     func deliver(_ send: PlannedSend, item: NewsItem, category: String, message: KafkaMessage, key: PipelineState.ItemKey) async {
         do {
-            let result = try await client.sendTemplate(properties: send.properties, tagExpression: send.tagExpression)
+            let result = try await sendHoldingThroughOutages(send)
             gate.release(succeeded: true)
             metrics.concurrency.set(gate.limit)
             metrics.sent.increment()
@@ -81,6 +85,23 @@ extension Pipeline {
                 itemID: item.id, category: category, audience: send.tagExpression, source: message,
                 firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt)
             await deadLetter(record, key: key)
+        }
+    }
+
+    private func sendHoldingThroughOutages(_ send: PlannedSend) async throws(SendFailure) -> SendResult {
+        while true {
+            do {
+                return try await client.sendTemplate(properties: send.properties, tagExpression: send.tagExpression)
+            } catch where error.status == nil && (error.reason == .transport || error.reason == .timeout) {
+                metrics.retried.increment(by: error.attempts)
+                outageLog.warn(logger, error)
+                do {
+                    try await Task.sleep(for: configuration.outageRetryInterval)
+                } catch {
+                    throw SendFailure(reason: .init("cancelled"), status: nil, message: "cancelled during a hub outage", attempts: 0,
+                                      throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0)
+                }
+            }
         }
     }
 

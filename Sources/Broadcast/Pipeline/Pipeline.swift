@@ -19,6 +19,7 @@ public final class Pipeline: Service, Sendable {
     let gate: ConcurrencyGate
     let decoder: NewsItemDecoder
     let clock: @Sendable () -> Double
+    let outageLog = OutageLog()
 
     public init(consumer: KafkaConsumer, client: NotificationHubClient, deadLetters: any DeadLetterSink,
                 configuration: PipelineConfiguration, metrics: PipelineMetrics, logger: Logger,
@@ -109,6 +110,9 @@ public final class Pipeline: Service, Sendable {
             }
         }
     }
+
+    /// True once the group has assigned partitions to this member.
+    public var hasPartitions: Bool { state.assignedAt != nil }
 
     /// A throttled or overloaded answer was seen: lower the adaptive limit.
     public func throttled() {

@@ -17,6 +17,8 @@ public struct PipelineConfiguration: Sendable {
     /// Item ids remembered to avoid sending one item twice in a process.
     public var dedupeWindow = 100_000
     public var maxMessageBytes = NewsItemDecoder.defaultMaxMessageBytes
+    /// While the hub does not answer at all, how long a held send waits before trying again.
+    public var outageRetryInterval: Duration = .seconds(2)
     /// Stop once no message has arrived for this long and nothing is in flight (demo, tests,
     /// benchmarks); nil runs until shut down.
     public var stopWhenIdle: Duration?

@@ -32,6 +32,8 @@ public final class DeliveryLog: Sendable {
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
 
+    var records: [Record] { state.withLock { $0.records } }
+
     func newNotificationID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
 
     func recordSend(_ record: Record) {
@@ -119,5 +121,18 @@ public final class DeliveryLog: Sendable {
         w.endObject()
         w.endObject()
         return w.bytes
+    }
+}
+
+extension NotificationHubEmulator {
+    /// One accepted notification, for in-process callers (the demo).
+    public struct Delivery: Sendable {
+        public let tagExpression: String?
+        public let matched: Int
+    }
+
+    /// The deliveries recorded so far.
+    public func deliveries() -> [Delivery] {
+        log.records.map { Delivery(tagExpression: $0.tagExpression, matched: $0.matched) }
     }
 }

@@ -48,6 +48,17 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
     public var firstAttemptAt: Double
     public var lastAttemptAt: Double
 
+    public init(reason: FailureReason, status: Int?, message: String, attempts: Int, throttledAttempts: Int,
+                firstAttemptAt: Double, lastAttemptAt: Double) {
+        self.reason = reason
+        self.status = status
+        self.message = message
+        self.attempts = attempts
+        self.throttledAttempts = throttledAttempts
+        self.firstAttemptAt = firstAttemptAt
+        self.lastAttemptAt = lastAttemptAt
+    }
+
     public var description: String {
         let statusText = status.map { "HTTP \($0)" } ?? "no response"
         return "\(reason) (\(statusText), \(attempts) attempt\(attempts == 1 ? "" : "s")): \(message)"

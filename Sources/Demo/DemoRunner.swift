@@ -1,0 +1,105 @@
+import Broadcast
+import Foundation
+import HubEmulator
+import Kafka
+import Logging
+import Metrics
+import News
+import NotificationHubs
+import Telemetry
+
+/// Runs the whole product on loopback: a dev broker, the emulator with a simulated audience, the
+/// demo news published, and the pipeline until the topics are drained.
+public struct DemoRunner: Sendable {
+    /// Demo settings.
+    public struct Configuration: Sendable {
+        public var devices = 10_000
+        public var partitions = 3
+        public var concurrency = 32
+        public init() {}
+    }
+
+    let configuration: Configuration
+    let logger: Logger
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Runs the demo and returns what happened; `metrics` must be the bootstrapped back end.
+    public func run(metrics: InMemoryMetrics) async throws -> DemoSummary {
+        let categories = try Categories()
+        // Kafka: in memory, in this process.
+        var topics = Dictionary(uniqueKeysWithValues: categories.topics.map { ($0, configuration.partitions) })
+        topics["news.deadletter"] = configuration.partitions
+        let broker = try DevBroker(topics: topics, logger: logger)
+
+        // Notification Hubs: the emulator on a free loopback port, with the simulated audience.
+        let emulator = NotificationHubEmulator()
+        let followers = try SimulatedAudience.populate(emulator, hub: "hubcast", count: configuration.devices, seed: 1)
+        let (ports, portReady) = AsyncStream<Int>.makeStream()
+        // The server's own shutdown chatter is not the demo's business.
+        var quiet = logger
+        quiet.logLevel = .critical
+        let server = EmulatorServer(emulator: emulator, port: 0, logger: quiet) { portReady.yield($0) }
+        let serverTask = Task { try await server.run() }
+        defer { serverTask.cancel() }
+        var portIterator = ports.makeAsyncIterator()
+        guard let port = await portIterator.next(), port > 0 else { throw DemoError("the emulator did not start") }
+
+        let kafka = KafkaConfiguration(bootstrapServers: broker.bootstrapServers)
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafka), logger: logger)
+        let (messages, valid) = DemoNews.messages(categories: categories)
+
+        // The pipeline, exactly as `hubcast run` wires it.
+        let connection = try ConnectionString(parsing: emulator.configuration.policy.connectionString(
+            keyName: "DefaultFullSharedAccessSignature", host: "127.0.0.1", port: port) ?? "")
+        var pipelineConfig = PipelineConfiguration(categories: categories)
+        pipelineConfig.concurrency = configuration.concurrency
+        pipelineConfig.stopWhenIdle = .seconds(2)
+        let holder = PipelineHolder()
+        var consumerConfig = KafkaConsumerConfiguration(kafka: kafka, groupID: "hubcast-demo", topics: categories.topics)
+        consumerConfig.sessionTimeoutMs = 6000
+        let consumer = try KafkaConsumer(configuration: consumerConfig, handlers: Pipeline.rebalanceHandlers { holder.pipeline }, logger: logger)
+        let client = NotificationHubClient(configuration: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
+                                           transport: CurlTransport(logger: logger), logger: logger,
+                                           attemptFailed: { if $0 == .throttled { holder.pipeline?.throttled() } })
+        let pipeline = Pipeline(consumer: consumer, client: client, deadLetters: KafkaDeadLetterSink(producer: producer, topic: "news.deadletter"),
+                                configuration: pipelineConfig, metrics: PipelineMetrics(categories: categories.names), logger: logger)
+        holder.set(pipeline)
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await consumer.run() }
+            // The newsroom publishes while hubcast runs, as it would in production.
+            group.addTask {
+                while !pipeline.hasPartitions { try await Task.sleep(for: .milliseconds(50)) }
+                try await withThrowingTaskGroup(of: Void.self) { sends in
+                    for message in messages { sends.addTask { _ = try await producer.send(topic: message.topic, value: message.value) } }
+                    try await sends.waitForAll()
+                }
+            }
+            try await pipeline.run()
+            consumer.stop()
+            try await group.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - started
+        try await producer.close()
+        return DemoSummary(
+            brokers: broker.bootstrapServers, emulatorURL: "http://127.0.0.1:\(port)/", devices: configuration.devices, followers: followers,
+            validItems: valid, deliveries: emulator.deliveries(), metrics: metrics.snapshot(resettingIntervals: false), elapsed: elapsed)
+    }
+}
+
+/// Lets the rebalance handlers reach the pipeline that is created after the consumer.
+final class PipelineHolder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Pipeline?
+    var pipeline: Pipeline? { lock.withLock { value } }
+    func set(_ pipeline: Pipeline) { lock.withLock { value = pipeline } }
+}
+
+struct DemoError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
