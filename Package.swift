@@ -81,7 +81,11 @@ let package = Package(
         // Metrics kept in memory (a swift-metrics back end) for the stdout JSON-lines printer.
         .target(
             name: "Telemetry",
-            dependencies: [.product(name: "CoreMetrics", package: "swift-metrics")]
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // `hubcast demo`: the whole product on loopback, in one process.
         .target(

@@ -1,8 +1,10 @@
 /// A log-linear histogram of non-negative integers (microseconds here): 64 sub-buckets per power of
 /// two, so a percentile is within about 1.6% of the true value, in fixed memory.
 public struct Histogram: Sendable, Equatable {
-    private static let subBuckets = 64
-    private var counts = [UInt64](repeating: 0, count: 64 * 58)
+    private static let subBits = 6
+    private static let subBuckets = 1 << subBits
+    private static let bucketCount = 128 + (63 - subBits) * subBuckets
+    private var counts = [UInt64](repeating: 0, count: bucketCount)
     public private(set) var count: UInt64 = 0
     public private(set) var max: Int64 = 0
 
@@ -33,18 +35,17 @@ public struct Histogram: Sendable, Equatable {
         return max
     }
 
+    // Values below 128 are exact; above, a value's top 7 bits pick one of 64 buckets per power of two.
     private static func index(of v: Int64) -> Int {
-        if v < Int64(subBuckets) { return Int(v) }
-        let exponent = 63 - v.leadingZeroBitCount - 5
-        let mantissa = Int(v >> exponent) - subBuckets / 2 * 2 / 2
-        return Swift.min(exponent * (subBuckets / 2) + mantissa + subBuckets / 2, 64 * 58 - 1)
+        if v < 128 { return Int(v) }
+        let shift = (63 - v.leadingZeroBitCount) - subBits
+        return Swift.min(128 + (shift - 1) * subBuckets + Int(v >> shift) - subBuckets, bucketCount - 1)
     }
 
     private static func upperBound(of index: Int) -> Int64 {
-        if index < subBuckets { return Int64(index) }
-        let half = subBuckets / 2
-        let exponent = (index - half) / half
-        let mantissa = (index - half) % half + half
-        return (Int64(mantissa + 1) << exponent) - 1
+        if index < 128 { return Int64(index) }
+        let shift = (index - 128) / subBuckets + 1
+        let mantissa = (index - 128) % subBuckets + subBuckets
+        return (Int64(mantissa + 1) << shift) - 1
     }
 }

@@ -15,7 +15,17 @@ import TestSupport
             ("news.business", #"{"id":"old","headline":"Expired","expiresAt":"2020-01-01T00:00:00Z"}"#),
         ]
         try await h.produce(0..<5000, extra: invalid)
-        let run = try await h.run()
+        let prometheusPort = freeLoopbackPort()
+        async let running = h.run(["--prometheus-port", String(prometheusPort)])
+        // While it runs, the same metrics are served for Prometheus.
+        var scraped = ""
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !scraped.contains("hubcast_sent") && ContinuousClock.now < deadline {
+            scraped = (try? await ChildProcess.run("curl", ["-sf", "http://127.0.0.1:\(prometheusPort)/metrics"]).stdout) ?? ""
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(scraped.contains("# TYPE hubcast_sent counter"))
+        let run = try await running
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
 
         // Every valid item delivered once, to its category's followers, with its own headline.
@@ -180,5 +190,29 @@ import TestSupport
         // Backpressure: the in-flight count stayed bounded while the hub was stopped.
         let inFlight = try PipelineHarness.metricsLines(stdout).compactMap { $0["inFlight"] as? Int }
         #expect(inFlight.max() ?? 0 <= 8 * 2 + 50, "\(inFlight)")
+    }
+}
+
+/// `hubcast run` refuses to start against an unreachable broker or hub, or refused credentials.
+@Suite struct RunStartUpTests {
+    @Test func unreachableBrokerHubOrBadKeyFailFastWithTheirCodes() async throws {
+        let h = try PipelineHarness(devices: 1)
+        let noBroker = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "1", "--hub", "hubcast"],
+                                                   environment: h.environment)
+        #expect(noBroker.status == 3)
+        #expect(noBroker.stderr.contains("could not reach Kafka at 127.0.0.1:1"))
+
+        let wrongKey = h.emulator.firstLine.replacingOccurrences(of: "SharedAccessKey=", with: "SharedAccessKey=x")
+        let refused = try await HubcastBinary.run(["run", "--brokers", h.broker.bootstrap, "--hub", "hubcast"],
+                                                  environment: ["HUBCAST_CONNECTION_STRING": wrongKey])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("the hub refused the credentials (HTTP 401)"))
+        #expect(!refused.stderr.contains(wrongKey.components(separatedBy: "SharedAccessKey=").last ?? "-"))
+
+        let port = freeLoopbackPort()
+        let noHub = try await HubcastBinary.run(["run", "--brokers", h.broker.bootstrap, "--hub", "hubcast", "--max-attempts", "1"],
+                                                environment: ["HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:\(port)/;SharedAccessKeyName=k;SharedAccessKey=s;UseDevelopmentEmulator=true"])
+        #expect(noHub.status == 3)
+        #expect(noHub.stderr.contains("could not reach the hub at http://127.0.0.1:\(port)/"))
     }
 }

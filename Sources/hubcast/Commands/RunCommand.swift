@@ -73,11 +73,15 @@ struct RunCommand: AsyncParsableCommand {
         throttleSignal.withLock { $0 = { pipeline.throttled() } }
 
         let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
+        var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let endpoint = try pipelineOptions.prometheus(settings) {
+            extra.append(.init(service: PrometheusServer(metrics: metrics, host: endpoint.host, port: endpoint.port, logger: logger)))
+        }
         let started = ContinuousClock.now
         // Shut down in reverse: the pipeline drains and commits, then the consumer leaves its group,
         // then the printer stops; the final metrics line comes after all of them.
         let group = ServiceGroup(configuration: .init(
-            services: [
+            services: extra + [
                 .init(service: printer),
                 .init(service: consumer),
                 .init(service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup),
