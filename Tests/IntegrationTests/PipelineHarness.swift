@@ -66,6 +66,41 @@ final class PipelineHarness: Sendable {
         try await HubcastBinary.run(runArguments(extra), environment: environment, timeout: timeout)
     }
 
+    /// `hubcast run` started in the background, with its stdout and stderr captured.
+    struct Background: Sendable {
+        let process: Process
+        let stdout: Pipe
+        let stderr: Pipe
+
+        /// Waits for the exit; returns the status and what the process printed.
+        func finish() async -> HubcastBinary.Result {
+            async let out = readToEnd(stdout.fileHandleForReading)
+            async let err = readToEnd(stderr.fileHandleForReading)
+            let (o, e) = await (out, err)
+            process.waitUntilExit()
+            return HubcastBinary.Result(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+                                        stderr: String(decoding: e, as: UTF8.self))
+        }
+    }
+
+    func startRun(_ extra: [String] = []) throws -> Background {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
+        process.arguments = runArguments(extra)
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        return Background(process: process, stdout: out, stderr: err)
+    }
+
+    /// Waits until the emulator has recorded at least `count` deliveries (or a minute passed).
+    func waitForDeliveries(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while try await deliveries().count < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+    }
+
     /// Every delivery the emulator recorded: (headline of the first payload, tag expression, matched).
     func deliveries() async throws -> [(headline: String, tags: String, matched: Int)] {
         let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/deliveries"])

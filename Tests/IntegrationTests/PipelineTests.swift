@@ -100,21 +100,13 @@ import TestSupport
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":5}"#)
         try await h.produce(0..<20_000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
-        process.arguments = h.runArguments(["--concurrency", "16"])
-        process.environment = ProcessInfo.processInfo.environment.merging(h.environment) { $1 }
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let run = try h.startRun(["--concurrency", "16"])
         // Stop it part-way: once deliveries are flowing.
-        let deadline = ContinuousClock.now + .seconds(120)
-        while try await h.deliveries().count < 2000 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
-        process.terminate()
-        let stdout = String(decoding: await readToEnd(out.fileHandleForReading), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        try await h.waitForDeliveries(2000)
+        run.process.terminate()
+        let stopped = await run.finish()
+        #expect(stopped.status == 0)
+        let stdout = stopped.stdout
         let first = Set(try await h.deliveries().map(\.headline))
         #expect(first.count < 20_000, "the run finished before SIGTERM; the test proves nothing")
         #expect(try PipelineHarness.metricsLines(stdout).last?["final"] as? Bool == true)
@@ -130,17 +122,10 @@ import TestSupport
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":5}"#)
         try await h.produce(0..<5000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
-        process.arguments = h.runArguments(["--concurrency", "16"])
-        process.environment = ProcessInfo.processInfo.environment.merging(h.environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let deadline = ContinuousClock.now + .seconds(120)
-        while try await h.deliveries().count < 1000 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        let run = try h.startRun(["--concurrency", "16"])
+        try await h.waitForDeliveries(1000)
+        kill(run.process.processIdentifier, SIGKILL)
+        _ = await run.finish()
         #expect(try await h.deliveries().count < 5000, "the run finished before SIGKILL; the test proves nothing")
 
         try await h.clearFaults()
@@ -158,28 +143,18 @@ import TestSupport
         // 20 ms per send at 8 in flight: the run takes long enough for the outage to land mid-way.
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<3000)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
         // A short request timeout makes the stopped hub show up as timeouts quickly.
-        process.arguments = h.runArguments(["--concurrency", "8", "--request-timeout", "1", "--max-attempts", "2", "--batch-size", "50",
-                                            "--kafka-property", "max.poll.interval.ms=10000", "--kafka-property", "session.timeout.ms=6000"])
-        process.environment = ProcessInfo.processInfo.environment.merging(h.environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        async let stderrData = readToEnd(err.fileHandleForReading)
-        async let stdoutData = readToEnd(out.fileHandleForReading)
-
-        let deadline = ContinuousClock.now + .seconds(120)
-        while try await h.deliveries().count < 300 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let run = try h.startRun(["--concurrency", "8", "--request-timeout", "1", "--max-attempts", "2", "--batch-size", "50",
+                                  "--kafka-property", "max.poll.interval.ms=10000", "--kafka-property", "session.timeout.ms=6000"])
+        async let finished = run.finish()
+        try await h.waitForDeliveries(300)
         #expect(try await h.deliveries().count < 3000, "the run finished before the outage; the test proves nothing")
         kill(h.emulator.process.processIdentifier, SIGSTOP)
         try await Task.sleep(for: .seconds(20))
         kill(h.emulator.process.processIdentifier, SIGCONT)
-        process.waitUntilExit()
-        let stderr = String(decoding: await stderrData, as: UTF8.self), stdout = String(decoding: await stdoutData, as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(stderr.suffix(3000))")
+        let result = await finished
+        let stderr = result.stderr, stdout = result.stdout
+        #expect(result.status == 0, "\(stderr.suffix(3000))")
         #expect(stderr.contains("The hub does not answer: holding sends"))
         // One assignment and one revoke (at exit): the member never left its group during the outage.
         #expect(stderr.components(separatedBy: "Partitions revoked").count - 1 == 1, "\(stderr.suffix(3000))")

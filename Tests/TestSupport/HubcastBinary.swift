@@ -21,6 +21,12 @@ public enum HubcastBinary {
         public let status: Int32
         public let stdout: String
         public let stderr: String
+
+        public init(status: Int32, stdout: String, stderr: String) {
+            self.status = status
+            self.stdout = stdout
+            self.stderr = stderr
+        }
     }
 
     /// Runs hubcast to completion with optional stdin; kills it after `timeout`.
