@@ -87,6 +87,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // `hubcast replay`: dead-lettered sends re-sent through the same client.
+        .target(
+            name: "Replay",
+            dependencies: [
+                "Broadcast", "Kafka", "News", "Newsroom", "NotificationHubs",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // `hubcast demo`: the whole product on loopback, in one process.
         .target(
             name: "Demo",
@@ -110,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Demo",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Demo", "Replay",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

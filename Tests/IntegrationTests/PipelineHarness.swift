@@ -54,16 +54,29 @@ final class PipelineHarness: Sendable {
         try await producer.close()
     }
 
-    func runArguments(_ extra: [String] = []) -> [String] {
-        ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--dlq", "file:" + dlq.path, "--metrics-interval", "1",
+    func runArguments(_ extra: [String] = [], dlq sink: String? = nil) -> [String] {
+        ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--dlq", sink ?? "file:" + dlq.path, "--metrics-interval", "1",
          "--exit-when-idle", "3", "--retry-base-ms", "10", "--retry-max-ms", "200"] + extra
     }
 
     var environment: [String: String] { ["HUBCAST_CONNECTION_STRING": emulator.firstLine] }
 
     /// Runs `hubcast run` until idle.
-    func run(_ extra: [String] = [], timeout: Duration = .seconds(240)) async throws -> HubcastBinary.Result {
-        try await HubcastBinary.run(runArguments(extra), environment: environment, timeout: timeout)
+    func run(_ extra: [String] = [], dlq sink: String? = nil, timeout: Duration = .seconds(240)) async throws -> HubcastBinary.Result {
+        try await HubcastBinary.run(runArguments(extra, dlq: sink), environment: environment, timeout: timeout)
+    }
+
+    /// `hubcast replay` with this harness's broker and hub.
+    func replay(_ arguments: [String], timeout: Duration = .seconds(240)) async throws -> HubcastBinary.Result {
+        try await HubcastBinary.run(["replay", "--brokers", broker.bootstrap, "--hub", Self.hub, "--retry-base-ms", "10", "--metrics-interval", "1"]
+                                    + arguments, environment: environment, timeout: timeout)
+    }
+
+    /// Sends the emulator accepted so far.
+    func acceptedSends() async throws -> Int {
+        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/stats"])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return (json?["statusCounts"] as? [String: Int])?["201"] ?? 0
     }
 
     /// `hubcast run` started in the background, with its stdout and stderr captured.
@@ -101,14 +114,14 @@ final class PipelineHarness: Sendable {
         while try await deliveries().count < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
     }
 
-    /// Every delivery the emulator recorded: (headline of the first payload, tag expression, matched).
-    func deliveries() async throws -> [(headline: String, tags: String, matched: Int)] {
+    /// Every delivery the emulator recorded: (headline of the first payload, tag expression, matched, time).
+    func deliveries() async throws -> [(headline: String, tags: String, matched: Int, at: Double)] {
         let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/deliveries"])
         let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         return (json?["deliveries"] as? [[String: Any]] ?? []).map { record in
             let payload = (record["payloads"] as? [String])?.first ?? ""
             let headline = payload.components(separatedBy: " News : ").last?.components(separatedBy: "\"").first ?? ""
-            return (headline, record["tagExpression"] as? String ?? "", record["matched"] as? Int ?? -1)
+            return (headline, record["tagExpression"] as? String ?? "", record["matched"] as? Int ?? -1, record["at"] as? Double ?? 0)
         }
     }
 

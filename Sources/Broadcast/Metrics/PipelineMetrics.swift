@@ -4,20 +4,20 @@ import Metrics
 public struct PipelineMetrics: Sendable {
     public static let prefix = "hubcast_"
 
-    let consumed = Counter(label: "hubcast_consumed")
-    let sent = Counter(label: "hubcast_sent")
-    let failed = Counter(label: "hubcast_failed")
-    let retried = Counter(label: "hubcast_retried")
-    let throttled = Counter(label: "hubcast_throttled")
-    let deadLettered = Counter(label: "hubcast_dead_lettered")
-    let invalid = Counter(label: "hubcast_invalid")
-    let expired = Counter(label: "hubcast_expired")
-    let duplicates = Counter(label: "hubcast_duplicates")
-    let itemsDone = Counter(label: "hubcast_items_done")
-    let inFlight = Meter(label: "hubcast_in_flight")
-    let concurrency = Meter(label: "hubcast_concurrency")
-    let lag = Meter(label: "hubcast_lag")
-    let sendLatency = Timer(label: "hubcast_send_latency")
+    public let consumed = Counter(label: "hubcast_consumed")
+    public let sent = Counter(label: "hubcast_sent")
+    public let failed = Counter(label: "hubcast_failed")
+    public let retried = Counter(label: "hubcast_retried")
+    public let throttled = Counter(label: "hubcast_throttled")
+    public let deadLettered = Counter(label: "hubcast_dead_lettered")
+    public let invalid = Counter(label: "hubcast_invalid")
+    public let expired = Counter(label: "hubcast_expired")
+    public let duplicates = Counter(label: "hubcast_duplicates")
+    public let itemsDone = Counter(label: "hubcast_items_done")
+    public let inFlight = Meter(label: "hubcast_in_flight")
+    public let concurrency = Meter(label: "hubcast_concurrency")
+    public let lag = Meter(label: "hubcast_lag")
+    public let sendLatency = Timer(label: "hubcast_send_latency")
     private let endToEnd: [String: Timer]
 
     /// End-to-end latency gets one timer per category (Kafka timestamp → hub accepted).

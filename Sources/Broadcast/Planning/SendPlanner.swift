@@ -5,6 +5,11 @@ import NotificationHubs
 public struct PlannedSend: Sendable {
     public let tagExpression: String
     public let properties: [(String, String)]
+
+    public init(tagExpression: String, properties: [(String, String)]) {
+        self.tagExpression = tagExpression
+        self.properties = properties
+    }
 }
 
 /// Turns a validated news item into the sends that reach its audience.

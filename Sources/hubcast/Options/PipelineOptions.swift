@@ -79,7 +79,11 @@ struct PipelineOptions: ParsableArguments {
 
     /// The dead-letter sink named by --dlq.
     func deadLetterSink(_ settings: Settings, kafka: KafkaConfiguration, logger: Logger) throws(CLIError) -> (any DeadLetterSink, KafkaProducer?) {
-        let spec = settings.string(dlq, "dlq", default: "kafka:news.deadletter")
+        try Self.sink(settings.string(dlq, "dlq", default: "kafka:news.deadletter"), kafka: kafka, logger: logger)
+    }
+
+    /// A sink from `kafka:TOPIC` or `file:PATH`.
+    static func sink(_ spec: String, kafka: KafkaConfiguration, logger: Logger) throws(CLIError) -> (any DeadLetterSink, KafkaProducer?) {
         if spec.hasPrefix("file:"), spec.count > 5 {
             do {
                 return (try FileDeadLetterSink(path: String(spec.dropFirst(5))), nil)

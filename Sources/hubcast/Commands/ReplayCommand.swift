@@ -1,0 +1,183 @@
+import ArgumentParser
+import Broadcast
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import News
+import Newsroom
+import NotificationHubs
+import Replay
+import ServiceLifecycle
+import Telemetry
+
+/// `hubcast replay`: re-send what was dead-lettered, once the cause is fixed.
+struct ReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Re-send dead-lettered sends from a dead-letter topic or file.",
+        discussion: """
+            Reads dead-letter records (schemas/dead-letter.schema.json) and re-sends each record's item to its \
+            audience through the same client and retry policy as `hubcast run`. A corrupt record is reported with \
+            its position and skipped. `invalid` records are re-sent only if the item now validates; expired items \
+            are skipped unless --include-expired. The same (item id, audience) goes out at most once per replay. \
+            Sends that fail again go to --dlq, never back to --from. From Kafka, replay uses its own consumer group \
+            and commits as it goes, so an interrupted replay resumes where it stopped. Progress on stderr; metrics \
+            JSON on stdout as with `run`. Exit 1 if any send failed again.
+            """
+    )
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var kafka: KafkaOptions
+    @OptionGroup var categoryOptions: CategoryOptions
+    @OptionGroup var hubOptions: HubOptions
+
+    @Option(name: .long, help: ArgumentHelp("Where the records are: kafka:TOPIC or file:PATH.", valueName: "source"))
+    var from: String
+
+    @Option(name: .long, help: ArgumentHelp("Where sends that fail again go: kafka:TOPIC or file:PATH (default: <from>.replay).", valueName: "sink"))
+    var dlq: String?
+
+    @Option(name: .long, help: ArgumentHelp("Consumer group when reading from Kafka (env HUBCAST_REPLAY_GROUP; default hubcast-replay).", valueName: "id"))
+    var group: String?
+
+    @Option(name: .long, help: ArgumentHelp("Only records dead-lettered at or after this RFC 3339 time.", valueName: "time"))
+    var since: String?
+
+    @Option(name: .long, help: ArgumentHelp("Only records dead-lettered at or before this RFC 3339 time.", valueName: "time"))
+    var until: String?
+
+    @Option(name: .long, help: ArgumentHelp("Only these categories (comma-separated or repeated).", valueName: "name"))
+    var category: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Only these reasons: throttled, server-error, timeout, transport, unauthorized, invalid, … (comma-separated or repeated).", valueName: "reason"))
+    var reason: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Only records whose last HTTP status is one of these (comma-separated or repeated).", valueName: "code"))
+    var status: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("Only these item ids (comma-separated or repeated).", valueName: "id"))
+    var id: [String] = []
+
+    @Flag(name: .long, help: "Print what would be sent (counts per category and reason, the first records) and send nothing.")
+    var dryRun = false
+
+    @Option(name: .long, help: ArgumentHelp("Sends per second at most (default: no cap).", valueName: "n"))
+    var rate: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Sends in flight at most (default 16).", valueName: "n"))
+    var concurrency: Int = 16
+
+    @Flag(name: .long, help: "Also re-send items whose expiresAt has passed.")
+    var includeExpired = false
+
+    @Option(name: .long, help: ArgumentHelp("Seconds between metrics lines on stdout (default 10).", valueName: "seconds"))
+    var metricsInterval: Int = 10
+
+    func run() async throws {
+        let settings = try common.settings()
+        let logger = try common.bootstrapLogging(settings, label: "hubcast.replay")
+        let categories = try categoryOptions.resolve(settings)
+        var config = Replayer.Configuration(categories: categories)
+        config.filter = try filter()
+        config.dryRun = dryRun
+        config.includeExpired = includeExpired
+        guard (1...10_000).contains(concurrency) else { throw CLIError.usage("--concurrency must be between 1 and 10000, got \(concurrency)") }
+        config.concurrency = concurrency
+        if let rate {
+            guard rate > 0 else { throw CLIError.usage("--rate must be above 0, got \(rate)") }
+            config.rate = rate
+        }
+        let sinkSpec = dlq ?? (from.hasPrefix("file:") ? from + ".replay.jsonl" : from + ".replay")
+        guard sinkSpec != from else { throw CLIError.usage("--dlq must differ from --from: failures never go back to the records being read") }
+
+        let metrics = InMemoryMetrics()
+        MetricsSystem.bootstrap(metrics)
+        let kafkaConfig = try kafka.configuration(settings)
+        let source = try await makeSource(kafkaConfig, settings: settings, logger: logger)
+        var client: NotificationHubClient?
+        var sink: (any DeadLetterSink)?
+        var producer: KafkaProducer?
+        if !dryRun {
+            let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
+            client = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
+            (sink, producer) = try PipelineOptions.sink(sinkSpec, kafka: kafkaConfig, logger: logger)
+        }
+        let replayer = Replayer(source: source, client: client, deadLetters: sink, configuration: config,
+                                metrics: PipelineMetrics(categories: categories.names), logger: logger,
+                                report: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+        let printer = MetricsPrinter(metrics: metrics, interval: .seconds(max(1, metricsInterval)))
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = dryRun ? [] : [.init(service: printer)]
+        if case .kafka(let consumer) = source { services.append(.init(service: consumer)) }
+        services.append(.init(service: replayer, successTerminationBehavior: .gracefullyShutdownGroup))
+        let started = ContinuousClock.now
+        try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+        try? await producer?.close()
+        let result = replayer.result
+        if dryRun {
+            print(dryRunReport(result, examples: replayer.dryRunExamples))
+            return
+        }
+        printer.printFinal(elapsed: ContinuousClock.now - started)
+        if result.failed > 0 { throw ExitCode.failure }
+    }
+
+    private func makeSource(_ kafkaConfig: KafkaConfiguration, settings: Settings, logger: Logger) async throws -> Replayer.Source {
+        if from.hasPrefix("file:"), from.count > 5 {
+            let path = String(from.dropFirst(5))
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw CLIError.usage("--from: cannot read \(path)") }
+            return .file(try LineReader(path: path), totalLines: text.split(separator: "\n").count)
+        }
+        guard from.hasPrefix("kafka:"), from.count > 6 else { throw CLIError.usage("--from: expected kafka:TOPIC or file:PATH, got \"\(from)\"") }
+        var consumerConfig = KafkaConsumerConfiguration(kafka: kafkaConfig, groupID: settings.string(group, "replay-group", default: "hubcast-replay"),
+                                                        topics: [String(from.dropFirst(6))])
+        consumerConfig.bufferCapacity = 2000
+        let consumer: KafkaConsumer
+        do {
+            consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
+        } catch {
+            throw CLIError.usage("Kafka configuration: \(error)")
+        }
+        do {
+            try await consumer.checkReachable(timeout: try kafka.timeout(settings))
+        } catch {
+            throw CLIError.unreachable("could not reach Kafka at \(kafkaConfig.bootstrapServers): \(error)")
+        }
+        return .kafka(consumer)
+    }
+
+    private func filter() throws(CLIError) -> ReplayFilter {
+        var f = ReplayFilter()
+        func time(_ text: String?, _ flag: String) throws(CLIError) -> Double? {
+            guard let text else { return nil }
+            guard let t = Timestamp(rfc3339: text) else { throw .usage("--\(flag): \"\(text)\" is not RFC 3339, e.g. 2026-11-22T18:00:00Z") }
+            return t.epochSeconds
+        }
+        func list(_ values: [String]) -> Set<String> {
+            Set(values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty })
+        }
+        f.since = try time(since, "since")
+        f.until = try time(until, "until")
+        f.categories = list(category)
+        f.reasons = list(reason)
+        f.ids = list(id)
+        var statuses = Set<Int>()
+        for text in list(status) {
+            guard let code = Int(text) else { throw .usage("--status: \"\(text)\" is not an HTTP status") }
+            statuses.insert(code)
+        }
+        f.statuses = statuses
+        return f
+    }
+
+    private func dryRunReport(_ c: ReplayCounts, examples: [String]) -> String {
+        let total = c.wouldSendByCategory.values.reduce(0, +)
+        var lines = ["dry run: \(total) send\(total == 1 ? "" : "s") would go out; nothing was sent",
+                     "records read \(c.read): corrupt \(c.corrupt), filtered out \(c.filtered), still invalid \(c.stillInvalid), expired \(c.expired), duplicates \(c.duplicates)"]
+        lines.append("by category: " + c.wouldSendByCategory.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        lines.append("by reason: " + c.wouldSendByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        if !examples.isEmpty { lines.append("first records:") }
+        lines += examples.map { "  " + $0 }
+        return lines.joined(separator: "\n")
+    }
+}
