@@ -39,11 +39,11 @@ final class ConcurrencyGate: Sendable {
         }
     }
 
-    /// A slot comes back; `succeeded` feeds the limiter's additive increase.
-    func release(succeeded: Bool) {
+    /// A slot comes back; `succeeded` feeds the limiter's additive increase (nil: work that was not a send).
+    func release(succeeded: Bool?) {
         let wake = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.inUse -= 1
-            if succeeded { s.limiter.succeeded() }
+            if succeeded == true { s.limiter.succeeded() }
             return s.takeWaiters()
         }
         for waiter in wake { waiter.resume() }

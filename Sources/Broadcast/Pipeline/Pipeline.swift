@@ -100,7 +100,12 @@ public final class Pipeline: Service, Sendable {
             state.finish(key)
         case .deadLetter(let record):
             state.expect(key, sends: 1)
-            group.addTask { await self.deadLetter(record, key: key) }
+            // A flood of bad input takes pool slots too, so its writes stay bounded.
+            await gate.acquire()
+            group.addTask {
+                await self.deadLetter(record, key: key)
+                self.gate.release(succeeded: nil)
+            }
         case .send(let item, let category, let sends):
             state.expect(key, sends: sends.count)
             for send in sends {
