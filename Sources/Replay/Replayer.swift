@@ -96,6 +96,8 @@ public final class Replayer: Service, Sendable {
                     }
                 }
                 for entry in batch {
+                    // On shutdown, records not yet started stay uncommitted: the next replay reads them.
+                    if Task.isShuttingDownGracefully || Task.isCancelled { break reading }
                     if let m = entry.message { offsets.withLock { $0.started(m.topicPartition, offset: m.offset) } }
                     let work = prepare(entry.bytes, position: entry.position)
                     if work.isEmpty {

@@ -120,7 +120,7 @@ import TestSupport
 
     @Test func sigkillLosesNothing() async throws {
         let h = try PipelineHarness(devices: 100)
-        try await h.faults(#"{"latencyMs":5}"#)
+        try await h.faults(#"{"latencyMs":10}"#)
         try await h.produce(0..<5000)
         let run = try h.startRun(["--concurrency", "16"])
         try await h.waitForDeliveries(1000)

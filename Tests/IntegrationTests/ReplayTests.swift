@@ -84,7 +84,8 @@ import TestSupport
         let h = try PipelineHarness(devices: 100)
         // One copy of each record: across two replays, only the group's committed position prevents repeats.
         try await failedRuns(h, count: 400, sink: "kafka:news.deadletter", runs: 1)
-        try await h.faults(#"{"latencyMs":20}"#)
+        // 50 ms per send at 4 in flight: about 5 s of replay, so the interruption lands part-way even on a busy machine.
+        try await h.faults(#"{"latencyMs":50}"#)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
         process.arguments = ["replay", "--brokers", h.broker.bootstrap, "--hub", PipelineHarness.hub, "--from", "kafka:news.deadletter",

@@ -67,7 +67,11 @@ public final class Pipeline: Service, Sendable {
                         try? await Task.sleep(for: configuration.batchLinger)
                         batch += consumer.messages.drain(max: configuration.batchSize - batch.count)
                     }
-                    for message in batch { await dispatch(message, in: &group) }
+                    for message in batch {
+                        // On shutdown, messages not yet started stay uncommitted and are read again later.
+                        if Task.isShuttingDownGracefully || Task.isCancelled { break reading }
+                        await dispatch(message, in: &group)
+                    }
                 }
                 if ContinuousClock.now - lastCommit >= configuration.commitInterval {
                     await commit()
