@@ -203,9 +203,19 @@ private func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, 
         // A new status line (after 100 Continue or a redirect): earlier headers were not this response's.
         transfer.responseHeaders.removeAll()
     } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
-        let name = String(decoding: line[..<colon], as: UTF8.self).lowercased()
-        let value = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingWhitespace()
-        transfer.responseHeaders.append(HTTPHeader(name, value))
+        // Bytes, not Unicode scalars: this runs for every header of every response.
+        var start = colon + 1
+        var end = line.count
+        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+        while end > start, line[end - 1] == 0x20 || line[end - 1] == 0x09 || line[end - 1] == 0x0D || line[end - 1] == 0x0A { end -= 1 }
+        let name = String(unsafeUninitializedCapacity: colon) { buffer in
+            for i in 0..<colon {
+                let b = line[i]
+                buffer[i] = b >= 0x41 && b <= 0x5A ? b + 0x20 : b
+            }
+            return colon
+        }
+        transfer.responseHeaders.append(HTTPHeader(name, String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)))
     }
     return size * count
 }
