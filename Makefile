@@ -1,5 +1,5 @@
 # hubcast: the two quick-start targets are `make demo` and `make test`; both run `setup` first.
-.PHONY: setup build test demo bench-emulator clean
+.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro clean
 
 setup:
 	@bash deploy/setup.sh
@@ -16,10 +16,27 @@ test: build
 demo: build
 	$$(swift build --show-bin-path)/hubcast demo
 
-# Benchmarks need wrk and a release build; they are never part of `make test`.
-bench-emulator: setup
+# Benchmarks need wrk, Python's venv and a release build; they are never part of `make test`.
+# Each prints a table and writes benchmarks/results/ (see benchmarks/README.md).
+bench: bench-tools
+	python3 benchmarks/bench.py
+	$(MAKE) bench-micro
+
+# The same figures, smaller: 10,000 items, 5-second wrk runs, micro-benchmarks briefly.
+bench-quick: bench-tools
+	python3 benchmarks/bench.py --items 10000 --peer-items 10000 --seconds 5
+	$(MAKE) bench-micro MICRO_FLAGS="--max-duration 1"
+
+bench-tools: setup
 	@command -v wrk >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null)
+	@python3 -c 'import ensurepip, venv' 2>/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null)
 	swift build -c release --product hubcast
+
+bench-micro:
+	cd benchmarks/micro && swift package --allow-writing-to-package-directory benchmark $(MICRO_FLAGS) \
+		--format jmh --path ../results/ && swift package benchmark $(MICRO_FLAGS) --no-progress | tee ../results/micro.txt
+
+bench-emulator: bench-tools
 	HUBCAST_BIN=$$(swift build -c release --show-bin-path)/hubcast bash benchmarks/emulator.sh
 
 clean:

@@ -6,8 +6,9 @@ import Synchronization
 /// A consumer-group member: messages as an `AsyncSequence`, explicit commits, pause/resume.
 ///
 /// `run()` drives librdkafka's poll loop on a thread of its own; it must be running while
-/// `messages` is iterated. The poll loop never stops for backpressure (librdkafka would leave the
-/// group after `max.poll.interval.ms`): when the buffer is full it pauses the partitions instead.
+/// `messages` is iterated. When the buffer is full the poll loop waits for the application, but
+/// never for long (librdkafka would leave the group after `max.poll.interval.ms`): a buffer still
+/// full after `pauseAfter` pauses the partitions and the loop polls on.
 public final class KafkaConsumer: Service, Sendable {
     /// Called on the poll thread when partitions arrive or leave, before they leave.
     public struct RebalanceHandlers: Sendable {
@@ -40,7 +41,7 @@ public final class KafkaConsumer: Service, Sendable {
         guard !configuration.groupID.isEmpty else { throw .configuration("the consumer group id is empty") }
         self.configuration = configuration
         self.logger = logger
-        let pauses = Shared(PauseController(capacity: configuration.bufferCapacity))
+        let pauses = Shared(PauseController(capacity: configuration.bufferCapacity, pauseAfter: configuration.pauseAfter))
         self.pauses = pauses
         let buffer = self.buffer
         client = try RDKafkaClient(
@@ -143,7 +144,20 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     private func pollLoop() {
+        var fullSince: ContinuousClock.Instant?
         while !stopRequested.load(ordering: .acquiring) {
+            let buffered = buffer.count
+            if buffered >= configuration.bufferCapacity {
+                fullSince = fullSince ?? .now
+            } else {
+                fullSince = nil
+            }
+            let fullFor = fullSince.map { ContinuousClock.now - $0 } ?? .zero
+            if pauses.withLock({ $0.shouldHold(buffered: buffered, fullFor: fullFor) }) {
+                // Rebalances wait for the next poll: at most `pauseAfter` longer.
+                usleep(1000)
+                continue
+            }
             switch client.poll(timeoutMs: 100) {
             case .message(let message):
                 // A message fetched just before a revoke may still surface; it is not ours now.
@@ -155,7 +169,7 @@ public final class KafkaConsumer: Service, Sendable {
             case .nothing:
                 break
             }
-            let changes = pauses.withLock { $0.reconcile(buffered: buffer.count) }
+            let changes = pauses.withLock { $0.reconcile(buffered: buffer.count, fullFor: fullFor) }
             if !changes.isEmpty {
                 client.pause(changes.pause)
                 client.resume(changes.resume)

@@ -1,14 +1,25 @@
 /// Decides which partitions are paused: those the application paused, plus every assigned one
-/// while the buffer is over its capacity (with hysteresis down to half of it).
+/// once the buffer has stayed full for `pauseAfter` (with hysteresis down to half of it).
+///
+/// A buffer that is full only briefly holds the poll loop instead: librdkafka 2.0 backs a resumed
+/// partition's fetch off for about a second, so pausing on every brief fill caps the throughput
+/// at one buffer per second (measured: 10,500 sends/s with a 10,000-message buffer).
 struct PauseController: Sendable, Equatable {
     private(set) var assignment: Set<TopicPartition> = []
     private(set) var userPaused: Set<TopicPartition> = []
     private(set) var paused: Set<TopicPartition> = []
     private(set) var backpressure = false
     let capacity: Int
+    let pauseAfter: Duration
 
-    init(capacity: Int) {
+    init(capacity: Int, pauseAfter: Duration = .seconds(1)) {
         self.capacity = max(1, capacity)
+        self.pauseAfter = pauseAfter
+    }
+
+    /// True while the poll loop should wait for the application rather than poll.
+    func shouldHold(buffered: Int, fullFor: Duration) -> Bool {
+        buffered >= capacity && !backpressure && fullFor < pauseAfter
     }
 
     /// What to change in librdkafka so that its pause state matches the decision.
@@ -33,9 +44,9 @@ struct PauseController: Sendable, Equatable {
 
     mutating func resumeByUser(_ partitions: [TopicPartition]) { userPaused.subtract(partitions) }
 
-    /// Recomputes the decision for the current buffer depth.
-    mutating func reconcile(buffered: Int) -> Changes {
-        if buffered >= capacity {
+    /// Recomputes the decision for the current buffer depth and how long it has been full.
+    mutating func reconcile(buffered: Int, fullFor: Duration = .zero) -> Changes {
+        if buffered >= capacity && fullFor >= pauseAfter {
             backpressure = true
         } else if buffered <= capacity / 2 {
             backpressure = false

@@ -5,8 +5,20 @@ import Testing
     let p0 = TopicPartition(topic: "t", partition: 0)
     let p1 = TopicPartition(topic: "t", partition: 1)
 
+    @Test func aBrieflyFullBufferHoldsThePollLoopWithoutPausing() {
+        var c = PauseController(capacity: 10, pauseAfter: .seconds(1))
+        c.assigned([p0, p1])
+        #expect(!c.shouldHold(buffered: 9, fullFor: .zero))
+        #expect(c.shouldHold(buffered: 10, fullFor: .milliseconds(999)))
+        #expect(c.reconcile(buffered: 10, fullFor: .milliseconds(999)).isEmpty)
+        // Full for the whole grace period: pause, and poll on (rebalances must be served).
+        #expect(!c.shouldHold(buffered: 10, fullFor: .seconds(1)))
+        #expect(c.reconcile(buffered: 10, fullFor: .seconds(1)) == .init(pause: [p0, p1]))
+        #expect(!c.shouldHold(buffered: 10, fullFor: .seconds(5)))
+    }
+
     @Test func backpressurePausesEverythingWithHysteresis() {
-        var c = PauseController(capacity: 10)
+        var c = PauseController(capacity: 10, pauseAfter: .zero)
         c.assigned([p0, p1])
         #expect(c.reconcile(buffered: 9).isEmpty)
         #expect(c.reconcile(buffered: 10) == .init(pause: [p0, p1]))
@@ -16,7 +28,7 @@ import Testing
     }
 
     @Test func userPausesSurviveBackpressureEnding() {
-        var c = PauseController(capacity: 4)
+        var c = PauseController(capacity: 4, pauseAfter: .zero)
         c.assigned([p0, p1])
         c.pauseByUser([p1])
         #expect(c.reconcile(buffered: 0) == .init(pause: [p1]))

@@ -72,6 +72,8 @@ public struct MetricsPrinter: Service {
         w.endObject()
         w.key("lag")
         w.number(Int64(s.meter("hubcast_lag")))
+        w.key("sasTokensMinted")
+        w.number(Int64(s.meter("hubcast_sas_tokens_minted")))
         if final {
             w.key("final")
             w.bool(true)

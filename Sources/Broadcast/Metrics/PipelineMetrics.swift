@@ -17,6 +17,7 @@ public struct PipelineMetrics: Sendable {
     public let inFlight = Meter(label: "hubcast_in_flight")
     public let concurrency = Meter(label: "hubcast_concurrency")
     public let lag = Meter(label: "hubcast_lag")
+    public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
     public let sendLatency = Timer(label: "hubcast_send_latency")
     private let endToEnd: [String: Timer]
 

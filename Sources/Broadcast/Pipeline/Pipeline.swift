@@ -133,6 +133,7 @@ public final class Pipeline: Service, Sendable {
     func commit(only partitions: Set<TopicPartition>? = nil) async {
         let offsets = state.committable(only: partitions)
         metrics.lag.set(consumer.lag + Int64(consumer.buffered))
+        metrics.sasTokensMinted.set(client.tokens.mintCount)
         guard !offsets.isEmpty else { return }
         do {
             try await consumer.commit(offsets)

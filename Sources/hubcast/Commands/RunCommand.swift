@@ -46,7 +46,8 @@ struct RunCommand: AsyncParsableCommand {
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
         let gateBox = Mutex<Pipeline?>(nil)
         var consumerConfig = KafkaConsumerConfiguration(kafka: kafkaConfig, groupID: pipelineOptions.groupID(settings), topics: categories.topics)
-        consumerConfig.bufferCapacity = max(pipelineConfig.batchSize * 4, 10_000)
+        // A few batches: librdkafka's own queue (queued.min.messages) is the deep buffer.
+        consumerConfig.bufferCapacity = max(pipelineConfig.batchSize * 4, 2000)
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(configuration: consumerConfig, handlers: Pipeline.rebalanceHandlers { gateBox.withLock { $0 } }, logger: logger)
