@@ -25,16 +25,18 @@ bench: bench-tools
 # The same figures, smaller: 10,000 items, 5-second wrk runs, micro-benchmarks briefly.
 bench-quick: bench-tools
 	python3 benchmarks/bench.py --items 10000 --peer-items 10000 --seconds 5
-	$(MAKE) bench-micro MICRO_FLAGS="--max-duration 1"
+	HUBCAST_MICRO_SECONDS=1 $(MAKE) bench-micro
 
 bench-tools: setup
 	@command -v wrk >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null)
 	@python3 -c 'import ensurepip, venv' 2>/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null)
 	swift build -c release --product hubcast
 
+# ordo-one/benchmark in its own package (benchmarks/micro), merged into results/latest.json.
 bench-micro:
-	cd benchmarks/micro && swift package --allow-writing-to-package-directory benchmark $(MICRO_FLAGS) \
-		--format jmh --path ../results/ && swift package benchmark $(MICRO_FLAGS) --no-progress | tee ../results/micro.txt
+	cd benchmarks/micro && swift package --allow-writing-to-package-directory benchmark --no-progress \
+		--format jsonSmallerIsBetter --path ../results/micro
+	python3 benchmarks/bench.py --micro-json benchmarks/results/micro/Current_run.json
 
 bench-emulator: bench-tools
 	HUBCAST_BIN=$$(swift build -c release --show-bin-path)/hubcast bash benchmarks/emulator.sh

@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "Kafka", targets: ["Kafka"]),
         .library(name: "News", targets: ["News"]),
         .library(name: "NotificationHubs", targets: ["NotificationHubs"]),
+        .library(name: "Broadcast", targets: ["Broadcast"]),
+        .library(name: "Telemetry", targets: ["Telemetry"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

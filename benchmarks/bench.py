@@ -183,6 +183,32 @@ def peer_run(python, binary, items, nginx, connections, work):
             "cpuSecondsPer1000Sends": round(cpu / max(1, summary["sent"]) * 1000, 4)}
 
 
+def merge_micro(path, output):
+    """Adds ordo-one/benchmark's export to latest.json as per-operation figures (p80 of the samples).
+
+    The export gives times per 1,000 operations (scalingFactor .kilo) in its unit; malloc counts are
+    already per operation (its "K" there is the scaling factor's label, not a multiplier: compare the
+    text table of `swift package benchmark`)."""
+    time_ns = {"ns": 1, "μs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
+    micro = {}
+    for e in json.load(open(path)):
+        name, metric = e["name"].rsplit(" - ", 1)
+        p80 = re.search(r"80th percentile: ([\d.]+)", e.get("extra", ""))
+        value = float(p80.group(1)) if p80 else float(e["value"])
+        row = micro.setdefault(name, {})
+        if metric.startswith("Time"):
+            row["nsPerOp"] = round(value * time_ns[e["unit"]] / 1000, 1)
+        elif metric.startswith("Malloc"):
+            row["mallocsPerOp"] = value
+    result = json.load(open(output)) if os.path.exists(output) else {}
+    result["micro"] = micro
+    with open(output, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"\n{'micro-benchmark (p80 of samples)':<46}{'ns/op':>10}{'mallocs/op':>12}")
+    for name, row in micro.items():
+        print(f"{name:<46}{row.get('nsPerOp', 0):>10,.0f}{row.get('mallocsPerOp', 0):>12g}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", default="10000,100000,1000000", help="hubcast runs: item counts, comma-separated")
@@ -190,7 +216,10 @@ def main():
     parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peer pool size")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks/results/latest.json"))
+    parser.add_argument("--micro-json", help="only merge this micro-benchmark export into --output and print it")
     args = parser.parse_args()
+    if args.micro_json:
+        return merge_micro(args.micro_json, args.output)
     binary = os.environ.get("HUBCAST_BIN") or os.path.join(
         subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True).stdout.strip(), "hubcast")
     work = tempfile.mkdtemp(prefix="hubcast-bench-")

@@ -41,11 +41,16 @@ public final class NotificationHubClient: Sendable {
     /// A template send: `properties` fill the devices' `$(name)` placeholders; `tagExpression` is the audience.
     public func sendTemplate(properties: [(String, String)], tagExpression: String) async throws(SendFailure) -> SendResult {
         try validate(tagExpression)
+        return try await send(format: "template", body: Self.templateBody(properties), tagExpression: tagExpression, extraHeaders: [])
+    }
+
+    /// The JSON object of a template send's properties, written directly (no general-purpose encoder).
+    public static func templateBody(_ properties: [(String, String)]) -> [UInt8] {
         var body = JSONWriter(reservingCapacity: 256)
         body.beginObject()
         for (name, value) in properties { body.member(name, value) }
         body.endObject()
-        return try await send(format: "template", body: body.bytes, tagExpression: tagExpression, extraHeaders: [])
+        return body.bytes
     }
 
     /// A native send (`apple`, `fcmv1`, `gcm`, `windows`, …) with the platform's own payload.
