@@ -62,14 +62,17 @@ import TestSupport
         #expect(auth.isSigned(by: Self.key))
     }
 
-    @Test func thousandSequentialSendsReuseOneConnection() async throws {
+    @Test(arguments: [1, 2])
+    func thousandSequentialSendsReuseOneConnectionPerEventLoop(loops: Int) async throws {
         let server = try ScriptedHTTPServer { _, _ in Self.created }
-        let transport = CurlTransport(logger: Self.logger)
+        var configuration = TransportConfiguration()
+        configuration.eventLoops = loops
+        let transport = CurlTransport(configuration: configuration, logger: Self.logger)
         let hub = try client(server, transport: transport)
         for i in 0..<1000 { _ = try await hub.sendTemplate(properties: [("messageParam", "n\(i)")], tagExpression: "World") }
         #expect(server.requests.count == 1000)
-        #expect(server.connections == 1)
-        #expect(transport.connectionsOpened == 1)
+        #expect(server.connections == loops)
+        #expect(transport.connectionsOpened == loops)
         #expect(hub.tokens.mintCount == 1)
     }
 

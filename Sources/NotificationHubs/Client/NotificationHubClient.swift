@@ -15,6 +15,8 @@ public final class NotificationHubClient: Sendable {
     private let random: @Sendable () -> Double
     private let clock: @Sendable () -> Double
     private let attemptFailed: @Sendable (FailureReason) -> Void
+    // Built once: every send goes to the same URL.
+    private let messagesURL: String
 
     /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests;
     /// `attemptFailed` hears every attempt that will be retried (the pipeline's limiter listens).
@@ -32,6 +34,7 @@ public final class NotificationHubClient: Sendable {
         self.sleep = sleep
         self.random = random
         self.clock = clock
+        messagesURL = configuration.url("messages/")
         tokens = TokenProvider(connection: configuration.connection, configuration: configuration.tokens,
                                now: { Int64(clock()) })
     }
@@ -70,13 +73,14 @@ public final class NotificationHubClient: Sendable {
     }
 
     private func send(format: String, body: [UInt8], tagExpression: String?, extraHeaders: [HTTPHeader]) async throws(SendFailure) -> SendResult {
-        var headers = [
-            HTTPHeader("Content-Type", "application/json;charset=utf-8"),
-            HTTPHeader("ServiceBusNotification-Format", format),
-        ]
+        var headers: [HTTPHeader] = []
+        // Room for perform's two, so that a send's headers are one allocation.
+        headers.reserveCapacity(5 + extraHeaders.count)
+        headers.append(HTTPHeader("Content-Type", "application/json;charset=utf-8"))
+        headers.append(HTTPHeader("ServiceBusNotification-Format", format))
         if let tagExpression { headers.append(HTTPHeader("ServiceBusNotification-Tags", tagExpression)) }
-        let request = HTTPRequest(method: .post, url: configuration.url("messages/"), headers: headers + extraHeaders,
-                                  body: body, timeout: configuration.requestTimeout)
+        headers += extraHeaders
+        let request = HTTPRequest(method: .post, url: messagesURL, headers: headers, body: body, timeout: configuration.requestTimeout)
         return try await accepted(perform(request))
     }
 
@@ -108,7 +112,10 @@ public final class NotificationHubClient: Sendable {
     // MARK: The request path: token, attempt, classify, back off
 
     /// Sends `request` with authorization until it succeeds or the policy gives up.
-    func perform(_ base: HTTPRequest) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
+    func perform(_ request: consuming HTTPRequest) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
+        // Owned, so the two headers below are appended in place, not to a copy, on every attempt.
+        var request = request
+        let callerHeaders = request.headers.count
         let resource = configuration.resourceURI
         var token = tokens.token(for: resource)
         var refreshed = false
@@ -117,7 +124,7 @@ public final class NotificationHubClient: Sendable {
         let firstAttemptAt = clock()
         while true {
             attempts += 1
-            var request = base
+            request.headers.removeSubrange(callerHeaders...)
             request.headers.append(HTTPHeader("Authorization", token.header))
             request.headers.append(HTTPHeader("x-ms-version", configuration.apiVersion))
             let outcome: SendOutcome

@@ -20,6 +20,9 @@ final class CurlEventLoop: @unchecked Sendable {
     private let opened = Atomic<Int>(0)
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
+    // True while the loop thread is in (or about to enter) `curl_multi_poll`. A submitter wakes it
+    // only then: the wake-up is a syscall and a context switch, which on every submit is one per send.
+    private let polling = Atomic<Bool>(false)
     // Loop-thread state.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idleHandles: [UnsafeMutableRawPointer] = []
@@ -49,13 +52,13 @@ final class CurlEventLoop: @unchecked Sendable {
             transfer.finish(.failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport is shut down")))
             return
         }
-        curl_multi_wakeup(multi)
+        wakeIfPolling()
     }
 
     func cancel(_ transfer: Transfer) {
         transfer.cancelRequested.store(true, ordering: .releasing)
         inbox.withLock { $0.cancelled.append(transfer) }
-        curl_multi_wakeup(multi)
+        wakeIfPolling()
     }
 
     func stop() {
@@ -65,14 +68,21 @@ final class CurlEventLoop: @unchecked Sendable {
         finished.wait()
     }
 
+    // Called after the inbox changed. The loop sets `polling` before it looks at the inbox a last
+    // time, so either it sees the new entry or this sees `polling` (both sequentially consistent).
+    private func wakeIfPolling() {
+        if polling.load(ordering: .sequentiallyConsistent) { curl_multi_wakeup(multi) }
+    }
+
     private func run() {
+        // Swapped with the inbox's arrays, so neither side allocates once both have grown.
+        var submitted: [Transfer] = []
+        var cancelled: [Transfer] = []
         while true {
-            let (submitted, cancelled, stopping) = inbox.withLock { inbox in
-                defer {
-                    inbox.submitted.removeAll(keepingCapacity: true)
-                    inbox.cancelled.removeAll(keepingCapacity: true)
-                }
-                return (inbox.submitted, inbox.cancelled, inbox.stopping)
+            let stopping = inbox.withLock { inbox in
+                swap(&submitted, &inbox.submitted)
+                swap(&cancelled, &inbox.cancelled)
+                return inbox.stopping
             }
             for transfer in submitted {
                 if transfer.cancelRequested.load(ordering: .acquiring) {
@@ -85,11 +95,17 @@ final class CurlEventLoop: @unchecked Sendable {
                 guard let easy = transfer.easy, active[easy] === transfer else { continue }
                 complete(easy, with: .failure(Self.cancelledError))
             }
+            submitted.removeAll(keepingCapacity: true)
+            cancelled.removeAll(keepingCapacity: true)
             if stopping { break }
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             readCompletions()
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            polling.store(true, ordering: .sequentiallyConsistent)
+            if inbox.withLock({ $0.submitted.isEmpty && $0.cancelled.isEmpty && !$0.stopping }) {
+                curl_multi_poll(multi, nil, 0, 1000, nil)
+            }
+            polling.store(false, ordering: .sequentiallyConsistent)
         }
         for (easy, _) in active {
             complete(easy, with: .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport shut down")))

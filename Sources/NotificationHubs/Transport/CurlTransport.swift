@@ -3,23 +3,29 @@ import Foundation
 import Logging
 import Synchronization
 
-/// HTTP over libcurl's multi interface: one multi handle, driven by one thread, shared by every
-/// sender. Connections are kept alive and reused, HTTP/2 is used where the server offers it.
+/// HTTP over libcurl's multi interface: a few multi handles, each driven by its own thread,
+/// shared by every sender round-robin. Connections are kept alive and reused, HTTP/2 is used where
+/// the server offers it.
 public final class CurlTransport: Sendable {
-    private let loop: CurlEventLoop
+    private let loops: [CurlEventLoop]
+    private let next = Atomic<UInt>(0)
 
     public init(configuration: TransportConfiguration = TransportConfiguration(), logger: Logger) {
         if configuration.insecure {
             logger.warning("TLS certificate verification is OFF (--insecure): use only against a test server")
         }
-        loop = CurlEventLoop(configuration: configuration, logger: logger)
+        let count = max(1, configuration.eventLoops)
+        var share = configuration
+        share.maxConnectionsPerHost = max(1, (configuration.maxConnectionsPerHost + count - 1) / count)
+        loops = (0..<count).map { _ in CurlEventLoop(configuration: share, logger: logger) }
     }
 
-    deinit { loop.stop() }
+    deinit { shutdown() }
 
     /// Performs one request; cancelling the calling task aborts the transfer.
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         let transfer = Transfer(request: request)
+        let loop = loops[Int(next.add(1, ordering: .relaxed).oldValue % UInt(loops.count))]
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 transfer.continuation = continuation
@@ -32,10 +38,10 @@ public final class CurlTransport: Sendable {
     }
 
     /// Connections opened so far (for tests and metrics: keep-alive shows as a small number).
-    public var connectionsOpened: Int { loop.connectionsOpened }
+    public var connectionsOpened: Int { loops.reduce(0) { $0 + $1.connectionsOpened } }
 
-    /// Fails what is in flight and stops the thread.
-    public func shutdown() { loop.stop() }
+    /// Fails what is in flight and stops the threads.
+    public func shutdown() { for loop in loops { loop.stop() } }
 }
 
 /// One request on its way through the loop. Its fields belong to the loop thread once submitted.

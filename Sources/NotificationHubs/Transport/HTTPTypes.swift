@@ -71,6 +71,9 @@ public struct TransportConfiguration: Sendable {
     /// Connections kept open per host (HTTP/1.1) or streams multiplexed (HTTP/2).
     public var maxConnectionsPerHost = 64
     public var connectTimeout: Duration = .seconds(10)
+    /// Threads driving libcurl, each with its own multi handle and share of the connections:
+    /// one thread's libcurl work per request, not the sink, is what caps sends per second.
+    public var eventLoops = 2
 
     public init(caFile: String? = nil, insecure: Bool = false) {
         self.caFile = caFile

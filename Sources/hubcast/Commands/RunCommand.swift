@@ -37,8 +37,12 @@ struct RunCommand: AsyncParsableCommand {
         let logger = try common.bootstrapLogging(settings, label: "hubcast.run")
         let categories = try categoryOptions.resolve(settings)
         let kafkaConfig = try kafka.configuration(settings)
-        let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
+        let (hubConfig, hubTransport) = try hubOptions.configuration(settings)
         let pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
+        var transportConfig = hubTransport
+        // One connection per send in flight (fewer would queue inside libcurl), within half of the
+        // usual 1,024 open files; over HTTP/2 the sends share a few connections anyway.
+        transportConfig.maxConnectionsPerHost = min(pipelineConfig.concurrency, 512)
         let timeout = try kafka.timeout(settings)
 
         let metrics = InMemoryMetrics()

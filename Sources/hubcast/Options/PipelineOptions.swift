@@ -10,7 +10,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Consumer group (env HUBCAST_GROUP; default hubcast).", valueName: "id"))
     var group: String?
 
-    @Option(name: .long, help: ArgumentHelp("Sends in flight at most; the adaptive limit never exceeds it (env HUBCAST_CONCURRENCY; default 64).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Sends in flight at most, and HTTP connections kept open (up to 512); the adaptive limit never exceeds it (env HUBCAST_CONCURRENCY; default 64).", valueName: "n"))
     var concurrency: Int?
 
     @Option(name: .long, help: ArgumentHelp("Lowest the adaptive limit goes under throttling (env HUBCAST_MIN_CONCURRENCY; default 4).", valueName: "n"))
