@@ -134,24 +134,31 @@ def connection_string(port):
     return f"Endpoint=sb://127.0.0.1:{port}/;SharedAccessKeyName=bench;SharedAccessKey=bench-key;UseDevelopmentEmulator=true"
 
 
-def hubcast_run(binary, items, nginx, connections, work):
+def sink_run(label, binary, items, nginx, work, env, argv_for):
+    """Runs one program, `argv_for(bootstrap)`, against a broker preloaded with `items` and nginx's
+    logging port. Returns (the last line of its stdout as JSON, the figures every program has)."""
     broker = Broker(binary, items, work)
     try:
         nginx.start_log()
-        env = {**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(nginx.logged)}
-        out = os.path.join(work, "metrics.jsonl")
-        code, rss, cpu = measured([binary, "run", "--brokers", broker.bootstrap, "--hub", HUB, "--skip-hub-check",
-                                   "--concurrency", str(connections), "--exit-when-idle", "2", "--metrics-interval", "1",
-                                   "--dlq", f"file:{work}/dlq.jsonl", "--log-level", "warning"], env, out)
+        out = os.path.join(work, "program.out")
+        code, rss, cpu = measured(argv_for(broker.bootstrap), env, out)
         requests, rate = nginx.sink_rate()
     finally:
         broker.stop()
-    final = json.loads(open(out).read().splitlines()[-1])
-    if code != 0 or final["sent"] != items:
-        raise SystemExit(f"hubcast run exited {code} having sent {final['sent']} of {items}")
-    return {"items": items, "sent": final["sent"], "sinkRequests": requests, "sendsPerSec": round(rate, 1),
-            "p50Ms": final["latencyMs"]["p50"], "p99Ms": final["latencyMs"]["p99"], "peakRssMiB": rss,
-            "cpuSecondsPer1000Sends": round(cpu / max(1, final["sent"]) * 1000, 4), "sasTokensMinted": final.get("sasTokensMinted")}
+    lines = open(out).read().splitlines()
+    summary = json.loads(lines[-1]) if lines else {"sent": 0}
+    if code != 0 or summary["sent"] != items:
+        raise SystemExit(f"{label} exited {code} having sent {summary['sent']} of {items}")
+    return summary, {"items": items, "sent": summary["sent"], "sinkRequests": requests, "sendsPerSec": round(rate, 1),
+                     "peakRssMiB": rss, "cpuSecondsPer1000Sends": round(cpu / max(1, summary["sent"]) * 1000, 4)}
+
+
+def hubcast_run(binary, items, nginx, connections, work):
+    env = {**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(nginx.logged)}
+    final, row = sink_run("hubcast run", binary, items, nginx, work, env, lambda bootstrap: [
+        binary, "run", "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(connections),
+        "--exit-when-idle", "2", "--metrics-interval", "1", "--dlq", f"file:{work}/dlq.jsonl", "--log-level", "warning"])
+    return {**row, "p50Ms": final["latencyMs"]["p50"], "p99Ms": final["latencyMs"]["p99"], "sasTokensMinted": final.get("sasTokensMinted")}
 
 
 def peer_python(work):
@@ -164,23 +171,11 @@ def peer_python(work):
 
 
 def peer_run(python, binary, items, nginx, connections, work):
-    broker = Broker(binary, items, work)
-    try:
-        nginx.start_log()
-        out = os.path.join(work, "peer.json")
-        url = f"http://127.0.0.1:{nginx.logged}/{HUB}/messages/?api-version=2020-06"
-        code, rss, cpu = measured([python, os.path.join(ROOT, "benchmarks/peers/python_peer.py"), "--brokers", broker.bootstrap,
-                                   "--url", url, "--connection-string", connection_string(nginx.logged),
-                                   "--concurrency", str(connections)], dict(os.environ), out)
-        requests, rate = nginx.sink_rate()
-    finally:
-        broker.stop()
-    summary = json.loads(open(out).read().splitlines()[-1])
-    if code != 0 or summary["sent"] != items:
-        raise SystemExit(f"python peer exited {code} having sent {summary['sent']} of {items}")
-    return {"items": items, "sent": summary["sent"], "sinkRequests": requests, "sendsPerSec": round(rate, 1),
-            "p50Ms": summary["p50Ms"], "p99Ms": summary["p99Ms"], "peakRssMiB": rss,
-            "cpuSecondsPer1000Sends": round(cpu / max(1, summary["sent"]) * 1000, 4)}
+    url = f"http://127.0.0.1:{nginx.logged}/{HUB}/messages/?api-version=2020-06"
+    summary, row = sink_run("python peer", binary, items, nginx, work, dict(os.environ), lambda bootstrap: [
+        python, os.path.join(ROOT, "benchmarks/peers/python_peer.py"), "--brokers", bootstrap, "--url", url,
+        "--connection-string", connection_string(nginx.logged), "--concurrency", str(connections)])
+    return {**row, "p50Ms": summary["p50Ms"], "p99Ms": summary["p99Ms"]}
 
 
 def merge_micro(path, output):
