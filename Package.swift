@@ -113,7 +113,7 @@ let package = Package(
         .target(
             name: "Newsroom",
             dependencies: [
-                "Kafka", "News",
+                "Kafka", "News", "NotificationHubs",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

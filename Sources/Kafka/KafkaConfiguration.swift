@@ -1,3 +1,5 @@
+import Foundation
+
 /// Connection settings shared by consumers and producers, rendered to librdkafka properties.
 public struct KafkaConfiguration: Sendable {
     /// How the client talks to the brokers (librdkafka's `security.protocol`).
@@ -132,5 +134,104 @@ public struct KafkaProducerConfiguration: Sendable {
         ]
         p.merge(typed) { passedThrough, _ in passedThrough }
         return p
+    }
+}
+
+extension KafkaConfiguration {
+    /// A setting librdkafka takes at creation and only trips over while connecting, where it would
+    /// look like an unreachable cluster (exit 3 after the connect timeout) instead of a typo.
+    public struct Invalid: Error, Sendable, CustomStringConvertible {
+        /// The librdkafka property at fault, e.g. `bootstrap.servers`.
+        public let property: String
+        /// The offending part of its value: one broker entry, a path.
+        public let value: String
+        public let problem: String
+        public var description: String { "\(property): \(String(reflecting: value)) \(problem)" }
+    }
+
+    /// Properties that name a file librdkafka reads when it connects.
+    static let fileProperties = [
+        "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
+        "ssl.crl.location", "sasl.kerberos.keytab",
+    ]
+
+    /// Checks the effective broker list (pass-through properties included) and that named files exist.
+    public func validate() throws(Invalid) {
+        let properties = librdkafkaProperties
+        let servers = properties["bootstrap.servers"] ?? ""
+        var entries = 0
+        for raw in servers.split(separator: ",") {
+            let entry = raw.trimmingCharacters(in: .whitespaces)
+            if entry.isEmpty { continue }
+            entries += 1
+            if let problem = Self.problem(withBroker: entry) {
+                throw Invalid(property: "bootstrap.servers", value: entry, problem: problem)
+            }
+        }
+        guard entries > 0 else {
+            throw Invalid(property: "bootstrap.servers", value: servers, problem: "names no broker (expected host:port[,host:port…])")
+        }
+        for property in Self.fileProperties {
+            // `probe` asks librdkafka to look in the usual system locations.
+            guard let path = properties[property], !(property == "ssl.ca.location" && path == "probe") else { continue }
+            guard FileManager.default.isReadableFile(atPath: path) else {
+                throw Invalid(property: property, value: path, problem: "is not a readable file")
+            }
+        }
+    }
+
+    /// What is wrong with one `[scheme://]host[:port]` entry (IPv6 hosts in brackets), if anything.
+    static func problem(withBroker entry: String) -> String? {
+        var rest = Substring(entry)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        let host: Substring
+        var port: Substring?
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return "has '[' without ']'" }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            guard after.isEmpty || after.hasPrefix(":") else { return "has text after ']' that is not :port" }
+            port = after.isEmpty ? nil : after.dropFirst()
+            // Hex digits and ':', then perhaps a zone such as `%eth0`.
+            guard host.utf8.allSatisfy({ isHostByte($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "%") }) else {
+                return "has an IPv6 address that is not hex digits and ':'"
+            }
+        } else {
+            let colons = rest.utf8.filter { $0 == UInt8(ascii: ":") }.count
+            if colons == 1, let colon = rest.firstIndex(of: ":") {
+                host = rest[..<colon]
+                port = rest[rest.index(after: colon)...]
+            } else {
+                // No port (librdkafka's default, 9092), or a bare IPv6 address.
+                host = rest
+            }
+            guard host.utf8.allSatisfy({ isHostByte($0) || colons > 1 && (isHexDigit($0) || $0 == UInt8(ascii: ":")) }) else {
+                return "has a host name that is not letters, digits, '.', '-' and '_'"
+            }
+        }
+        guard !host.isEmpty else { return "has no host" }
+        if let port {
+            guard !port.isEmpty, port.utf8.count <= 5, port.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+                  let number = Int(port), (1...65535).contains(number)
+            else { return "has a port that is not a number from 1 to 65535" }
+        }
+        return nil
+    }
+
+    private static func isHostByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default:
+            false
+        }
+    }
+
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
     }
 }

@@ -10,6 +10,9 @@ public struct JSONParser {
     private let bytes: UnsafeRawBufferPointer
     private var index = 0
     private var depth = 0
+    /// Arrays and objects recurse, so nesting is bounded: a news item is two levels deep, and a
+    /// crafted 64 KB message of `[[[[…` must be refused, not overflow the stack (parsing it, or
+    /// freeing the nested `JSONValue`s).
     private static let maxDepth = 64
 
     private init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
@@ -49,16 +52,21 @@ public struct JSONParser {
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectLiteral("null"); return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
-        default: throw error("unexpected character '\(Character(Unicode.Scalar(b)))'")
+        default: throw error("unexpected \(Self.describe(b))")
         }
     }
 
     private mutating func expectLiteral(_ literal: StaticString) throws(SyntaxError) {
         let count = literal.utf8CodeUnitCount
-        guard index + count <= bytes.count,
-              memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0
-        else { throw error("invalid literal") }
+        guard index + count <= bytes.count else { throw error("invalid literal") }
+        for i in 0..<count where bytes[index + i] != literal.utf8Start[i] { throw error("invalid literal") }
         index += count
+    }
+
+    /// A byte as an error message shows it: printable ASCII as itself, anything else (a control
+    /// character, part of a multi-byte character) as hex, so the message never carries it raw.
+    private static func describe(_ b: UInt8) -> String {
+        (0x21...0x7E).contains(b) ? "character '\(Character(Unicode.Scalar(b)))'" : "byte 0x" + String(b, radix: 16, uppercase: true)
     }
 
     private mutating func nest() throws(SyntaxError) {
@@ -188,7 +196,7 @@ public struct JSONParser {
                 guard let s = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
                 utf8.append(contentsOf: String(s).utf8)
             default:
-                throw error("invalid escape '\\\(Character(Unicode.Scalar(e)))'")
+                throw error("invalid escape: backslash then \(Self.describe(e))")
             }
         }
         guard current != nil else { throw error("unterminated string") }
@@ -212,9 +220,3 @@ public struct JSONParser {
         return value
     }
 }
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif

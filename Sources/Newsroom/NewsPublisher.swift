@@ -1,6 +1,7 @@
 import Kafka
 import Logging
 import News
+import NotificationHubs
 
 /// Validates news items and publishes each to its category's topic, keyed by item id.
 public struct NewsPublisher: Sendable {
@@ -80,6 +81,13 @@ public struct NewsPublisher: Sendable {
         }
         guard let topic = categories.topic(for: category) else {
             throw NewsItemError(kind: .schema, field: "category", reason: "is \"\(category)\", which is not one of \(categories.names.joined(separator: ", "))")
+        }
+        // The audience is checked as `hubcast run` will check it, so an item the pipeline would
+        // dead-letter (a malformed or crafted `tagExpression`) never reaches the topic.
+        do throws(TagExpression.Invalid) {
+            _ = try Audience(for: item, category: category)
+        } catch {
+            throw NewsItemError(kind: .schema, field: "tagExpression", reason: error.detail)
         }
         return Route(topic: topic, key: Array(item.id.utf8))
     }

@@ -5,7 +5,7 @@ import Testing
 @Suite struct TagExpressionTests {
     @Test func precedenceIsNotThenAndThenOr() throws {
         let e = try TagExpression(parsing: "World || Politics && !Sports")
-        #expect(e == .or(.tag("World"), .and(.tag("Politics"), .not(.tag("Sports")))))
+        #expect(e == .or([.tag("World"), .and([.tag("Politics"), .not(.tag("Sports"))])]))
         #expect(try TagExpression(parsing: "(World || Politics) && !Sports").description == "(World || Politics) && !Sports")
         #expect(try TagExpression(parsing: "username:alice").tags == ["username:alice"])
     }

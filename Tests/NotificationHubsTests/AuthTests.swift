@@ -21,6 +21,16 @@ import TestSupport
         #expect(c.baseURL == "http://127.0.0.1:8089/")
     }
 
+    @Test func useDevelopmentEmulatorIsTrueOrFalseInAnyCase() throws {
+        let base = "Endpoint=sb://127.0.0.1:8089/;SharedAccessKeyName=Full;SharedAccessKey=k"
+        #expect(try ConnectionString(parsing: base + ";UseDevelopmentEmulator=TRUE").useDevelopmentEmulator)
+        #expect(try !ConnectionString(parsing: base + ";usedevelopmentemulator=False").useDevelopmentEmulator)
+        #expect(try !ConnectionString(parsing: base).useDevelopmentEmulator)
+        for value in ["maybe", "", "yes", "1"] {
+            #expect(throws: ConnectionString.ParseError.self) { try ConnectionString(parsing: base + ";UseDevelopmentEmulator=" + value) }
+        }
+    }
+
     @Test(arguments: [
         ("Endpoint=sb://x.servicebus.windows.net/;SharedAccessKey=S3cretKey", "no SharedAccessKeyName part"),
         ("Endpoint=sb://x.servicebus.windows.net/;SharedAccessKeyName=n", "no SharedAccessKey part"),
@@ -29,6 +39,9 @@ import TestSupport
         ("Endpoint=http://x/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey", "only UseDevelopmentEmulator=true"),
         ("Endpoint=sb:///;SharedAccessKeyName=n;SharedAccessKey=S3cretKey", "no valid host"),
         ("garbage S3cretKey", "has no '='"),
+        ("Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey;UseDevelopmentEmulator=maybe",
+         #"connection string part UseDevelopmentEmulator must be true or false, got "maybe""#),
+        ("Endpoint=sb://x\u{1B}[31m/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey", #"Endpoint "sb://x\u{1B}[31m/" has no valid host name"#),
     ])
     func errorsNameThePartAndNeverTheKey(text: String, expected: String) {
         #expect {

@@ -118,8 +118,11 @@ extension HubStore.State {
     func evaluate(_ e: TagExpression, format: String) -> Set<Int> {
         switch e {
         case .tag(let t): index[format]?[t] ?? []
-        case .or(let l, let r): evaluate(l, format: format).union(evaluate(r, format: format))
-        case .and(let l, let r): evaluate(l, format: format).intersection(evaluate(r, format: format))
+        case .or(let operands): operands.reduce(into: Set<Int>()) { $0.formUnion(evaluate($1, format: format)) }
+        case .and(let operands):
+            operands.dropFirst().reduce(operands.first.map { evaluate($0, format: format) } ?? []) {
+                $0.intersection(evaluate($1, format: format))
+            }
         case .not(let inner): (universe[format] ?? []).subtracting(evaluate(inner, format: format))
         }
     }

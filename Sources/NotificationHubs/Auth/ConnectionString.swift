@@ -20,8 +20,9 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
             let trimmed = piece.trimmingWhitespace()
             if trimmed.isEmpty { continue }
             guard let eq = trimmed.firstIndex(of: "=") else {
+                // Only the first characters: a part without '=' may be a mangled key.
                 let name = trimmed.prefix(while: { $0 != " " }).prefix(40)
-                throw ParseError(description: "connection string part \"\(name)\" has no '=' (expected Name=value)")
+                throw ParseError(description: "connection string part \(LegibleText.quoted(name)) has no '=' (expected Name=value)")
             }
             let name = trimmed[..<eq].trimmingWhitespace().lowercased()
             parts[name] = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
@@ -35,23 +36,34 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
         let endpoint = try required("Endpoint")
         keyName = try required("SharedAccessKeyName")
         key = try required("SharedAccessKey")
-        useDevelopmentEmulator = parts["usedevelopmentemulator"]?.lowercased() == "true"
+        useDevelopmentEmulator = try Self.flag(parts, "UseDevelopmentEmulator")
         guard let schemeEnd = endpoint.range(of: "://") else {
-            throw ParseError(description: "Endpoint \"\(endpoint)\" has no scheme (expected sb://<namespace>.servicebus.windows.net/)")
+            throw ParseError(description: "Endpoint \(LegibleText.quoted(endpoint)) has no scheme (expected sb://<namespace>.servicebus.windows.net/)")
         }
         let scheme = endpoint[..<schemeEnd.lowerBound].lowercased()
         guard ["sb", "https", "http"].contains(scheme) else {
-            throw ParseError(description: "Endpoint \"\(endpoint)\" must start with sb://")
+            throw ParseError(description: "Endpoint \(LegibleText.quoted(endpoint)) must start with sb://")
         }
         let host = endpoint[schemeEnd.upperBound...].split(separator: "/", maxSplits: 1).first.map(String.init) ?? ""
         guard !host.isEmpty, host.allSatisfy({ $0.isLetter || $0.isNumber || "-.:[]".contains($0) }) else {
-            throw ParseError(description: "Endpoint \"\(endpoint)\" has no valid host name")
+            throw ParseError(description: "Endpoint \(LegibleText.quoted(endpoint)) has no valid host name")
         }
         if scheme == "http" && !useDevelopmentEmulator {
-            throw ParseError(description: "Endpoint \"\(endpoint)\" is plain http; only UseDevelopmentEmulator=true allows that")
+            throw ParseError(description: "Endpoint \(LegibleText.quoted(endpoint)) is plain http; only UseDevelopmentEmulator=true allows that")
         }
         self.endpoint = endpoint
         baseURL = (useDevelopmentEmulator ? "http://" : "https://") + host + "/"
+    }
+
+    /// A true/false part, absent meaning false; anything else is refused rather than read as false,
+    /// so a typo cannot silently switch a deployment from the emulator to a real hub or back.
+    private static func flag(_ parts: [String: String], _ name: String) throws(ParseError) -> Bool {
+        guard let value = parts[name.lowercased()] else { return false }
+        switch value.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: throw ParseError(description: "connection string part \(name) must be true or false, got \(LegibleText.quoted(value.prefix(40)))")
+        }
     }
 
     public var description: String {

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import News
 import Newsroom
+import NotificationHubs
 
 /// `hubcast produce`: publish news items to their category topics.
 struct ProduceCommand: AsyncParsableCommand {
@@ -54,26 +55,31 @@ struct ProduceCommand: AsyncParsableCommand {
         let categories = try categoryOptions.resolve(settings)
         let decoder = NewsItemDecoder(maxMessageBytes: try settings.int(maxMessageBytes, "max-message-bytes", default: NewsItemDecoder.defaultMaxMessageBytes, range: 64...16_777_216))
         if let category, categories.topic(for: category) == nil {
-            throw CLIError.usage("--category: \"\(category)\" is not one of \(categories.names.joined(separator: ", "))")
+            throw CLIError.usage("--category: \(LegibleText.quoted(category)) is not one of \(categories.names.joined(separator: ", "))")
         }
         let reader = try makeReader()
 
+        // Every setting is read before the producer exists, so a bad one ends the command before any
+        // connection attempt; outside the `do`, as their errors already name the setting.
+        let kafkaConfig = try kafka.configuration(settings)
+        let timeout = try kafka.timeout(settings)
         let producer: KafkaProducer
         do {
-            producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: try kafka.configuration(settings)), logger: logger)
+            producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafkaConfig), logger: logger)
         } catch {
-            throw CLIError.usage("Kafka configuration: \(error)")
+            throw CLIError.usage("Kafka configuration", error)
         }
-        let timeout = try kafka.timeout(settings)
         do {
             try await producer.checkReachable(timeout: timeout)
         } catch {
-            throw CLIError.unreachable("could not reach Kafka at \(settings.string(kafka.brokers, "brokers", default: "127.0.0.1:9092")): \(error)")
+            throw CLIError.unreachable("could not reach Kafka at \(settings.string(kafka.brokers, "brokers", default: "127.0.0.1:9092")): "
+                                       + LegibleText.sanitized(String(describing: error)))
         }
 
         let publisher = NewsPublisher(producer: producer, categories: categories, decoder: decoder, defaultCategory: category)
         let summary = await publisher.publish(from: reader) { problem in
-            FileHandle.standardError.write(Data("hubcast produce: \(problem)\n".utf8))
+            // A problem may quote the line (a bad field name, a date): never raw to the terminal.
+            FileHandle.standardError.write(Data("hubcast produce: \(LegibleText.sanitized(problem.description))\n".utf8))
         }
         do {
             try await producer.close()
@@ -90,14 +96,14 @@ struct ProduceCommand: AsyncParsableCommand {
             do {
                 return try LineReader(path: file)
             } catch {
-                throw CLIError.usage("--file: cannot read \(file ?? "stdin")")
+                throw CLIError.usage("--file: cannot read \(file.map(LegibleText.quoted) ?? "stdin")")
             }
         }
         guard file == nil else { throw CLIError.usage("--headline and --file are exclusive: give one source of items") }
         guard category != nil || tagExpression != nil else { throw CLIError.usage("--headline needs --category") }
         var expiry: Timestamp?
         if let expiresAt {
-            guard let parsed = Timestamp(rfc3339: expiresAt) else { throw CLIError.usage("--expires-at: \"\(expiresAt)\" is not RFC 3339") }
+            guard let parsed = Timestamp(rfc3339: expiresAt) else { throw CLIError.usage("--expires-at: \(LegibleText.quoted(expiresAt)) is not RFC 3339") }
             expiry = parsed
         }
         let item = NewsItem(id: id ?? UUID().uuidString.lowercased(), headline: headline, category: category, body: body,

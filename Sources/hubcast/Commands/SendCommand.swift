@@ -51,7 +51,7 @@ struct SendCommand: AsyncParsableCommand {
         do {
             sends = try SendPlanner.plan(item, category: category)
         } catch {
-            throw CLIError.usage("--tag-expression: \(error)")
+            throw CLIError.usage("--tag-expression", error)
         }
 
         let client = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
@@ -61,7 +61,7 @@ struct SendCommand: AsyncParsableCommand {
                 let result = try await client.sendTemplate(properties: send.properties, tagExpression: send.tagExpression)
                 print("sent to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-"), attempts \(result.attempts), tracking id \(result.trackingID ?? "-")")
             } catch {
-                print("failed to \(send.tagExpression): \(error)")
+                print("failed to \(send.tagExpression): " + LegibleText.sanitized(String(describing: error)))
                 failures.append(error)
             }
         }
@@ -78,7 +78,7 @@ struct SendCommand: AsyncParsableCommand {
             do {
                 return try NewsItemDecoder().decode(Array(json.utf8), topicCategory: category)
             } catch {
-                throw CLIError.usage("--json: \(error)")
+                throw CLIError.usage("--json", error)
             }
         }
         guard let headline else { throw CLIError.usage("--headline (or --json) is required") }
@@ -89,7 +89,7 @@ struct SendCommand: AsyncParsableCommand {
         do {
             return try NewsItemDecoder().decode(item.json)
         } catch {
-            throw CLIError.usage("\(error)")
+            throw CLIError.usage(LegibleText.sanitized(String(describing: error)))
         }
     }
 }

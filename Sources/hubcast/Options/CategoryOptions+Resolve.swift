@@ -1,5 +1,6 @@
 import News
 import Foundation
+import NotificationHubs
 
 extension CategoryOptions {
     func resolve(_ settings: Settings) throws(CLIError) -> Categories {
@@ -11,14 +12,14 @@ extension CategoryOptions {
         for entry in mapEntries {
             let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                throw .usage("--topic-map: expected Category=topic, got \"\(entry)\"")
+                throw .usage("--topic-map: expected Category=topic, got \(LegibleText.quoted(entry))")
             }
             overrides[parts[0]] = parts[1]
         }
         do {
             return try Categories(names: names, prefix: settings.string(topicPrefix, "topic-prefix", default: "news."), overrides: overrides)
         } catch {
-            throw .usage("--categories: \(error)")
+            throw .usage("--categories", error)
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Logging
+import NotificationHubs
 
 /// Options every command has: the config file and the log level.
 struct CommonOptions: ParsableArguments {
@@ -15,7 +16,7 @@ struct CommonOptions: ParsableArguments {
     func bootstrapLogging(_ settings: Settings, label: String) throws(CLIError) -> Logger {
         let text = settings.string(logLevel, "log-level", default: "info")
         guard let level = Logger.Level(rawValue: text) else {
-            throw .usage("--log-level: \"\(text)\" is not one of trace, debug, info, notice, warning, error, critical")
+            throw .usage("--log-level: \(LegibleText.quoted(text)) is not one of trace, debug, info, notice, warning, error, critical")
         }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

@@ -42,7 +42,7 @@ struct HubOptions: ParsableArguments {
         do {
             connection = try ConnectionString(parsing: text)
         } catch {
-            throw .usage("connection string: \(error)")
+            throw .usage("connection string", error)
         }
         var config = NotificationHubConfiguration(connection: connection, hubName: hubName)
         config.apiVersion = settings.string(apiVersion, "api-version", default: "2020-06")
@@ -51,8 +51,15 @@ struct HubOptions: ParsableArguments {
             maxAttempts: try settings.int(maxAttempts, "max-attempts", default: 5, range: 1...100),
             baseDelay: .milliseconds(try settings.int(retryBaseMs, "retry-base-ms", default: 1000, range: 1...600_000)),
             maxDelay: .milliseconds(try settings.int(retryMaxMs, "retry-max-ms", default: 60_000, range: 1...3_600_000)))
-        let transport = TransportConfiguration(caFile: settings.string(caFile, "ca-file"),
-                                               insecure: insecure || settings.string(nil, "insecure") == "true")
+        let caPath = settings.string(caFile, "ca-file")
+        // libcurl would only fail the first request, as a TLS error that looks like an unreachable hub.
+        if let caPath {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: caPath, isDirectory: &isDirectory), !isDirectory.boolValue,
+                  FileManager.default.isReadableFile(atPath: caPath)
+            else { throw .usage("--ca-file: \(LegibleText.quoted(caPath)) is not a readable file") }
+        }
+        let transport = TransportConfiguration(caFile: caPath, insecure: try settings.bool(insecure, "insecure"))
         return (config, transport)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Kafka
+import NotificationHubs
 
 /// How to reach Kafka: shared by every command that consumes or produces.
 struct KafkaOptions: ParsableArguments {
@@ -32,7 +33,7 @@ struct KafkaOptions: ParsableArguments {
         var config = KafkaConfiguration(bootstrapServers: settings.string(brokers, "brokers", default: "127.0.0.1:9092"))
         let protocolName = settings.string(securityProtocol, "security-protocol", default: "PLAINTEXT").uppercased()
         guard let proto = KafkaConfiguration.SecurityProtocol(rawValue: protocolName) else {
-            throw .usage("--security-protocol: \"\(protocolName)\" is not one of \(KafkaConfiguration.SecurityProtocol.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw .usage("--security-protocol: \(LegibleText.quoted(protocolName)) is not one of \(KafkaConfiguration.SecurityProtocol.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         config.securityProtocol = proto
         if let user = settings.string(saslUsername, "sasl-username") {
@@ -44,11 +45,28 @@ struct KafkaOptions: ParsableArguments {
         config.caFile = settings.string(kafkaCaFile, "kafka-ca-file")
         for property in kafkaProperties {
             guard let eq = property.firstIndex(of: "="), eq != property.startIndex else {
-                throw .usage("--kafka-property: expected key=value, got \"\(property.prefix(60))\"")
+                throw .usage("--kafka-property: expected key=value, got \(LegibleText.quoted(property.prefix(60)))")
             }
             config.properties[String(property[..<eq])] = String(property[property.index(after: eq)...])
         }
+        // Now, not at connect time: a bad broker list or a missing file is a setting to fix (exit 2),
+        // not an unreachable cluster (exit 3 after the connect timeout).
+        do {
+            try config.validate()
+        } catch {
+            throw .usage("\(Self.setting(for: error.property, in: config)): \(LegibleText.quoted(error.value)) \(LegibleText.sanitized(error.problem))")
+        }
         return config
+    }
+
+    /// The option that set a librdkafka property: its own flag unless --kafka-property overrode it.
+    private static func setting(for property: String, in config: KafkaConfiguration) -> String {
+        switch property {
+        case _ where config.properties[property] != nil: "--kafka-property \(property)"
+        case "bootstrap.servers": "--brokers"
+        case "ssl.ca.location": "--kafka-ca-file"
+        default: "--kafka-property \(property)"
+        }
     }
 
     func timeout(_ settings: Settings) throws(CLIError) -> Duration {

@@ -4,6 +4,7 @@ import Foundation
 import Kafka
 import Logging
 import News
+import NotificationHubs
 
 /// How the pipeline consumes, sends and reports: `hubcast run` and `hubcast demo`.
 struct PipelineOptions: ParsableArguments {
@@ -88,15 +89,15 @@ struct PipelineOptions: ParsableArguments {
             do {
                 return (try FileDeadLetterSink(path: String(spec.dropFirst(5))), nil)
             } catch {
-                throw .usage("--dlq: cannot open \(spec.dropFirst(5)) for appending")
+                throw .usage("--dlq: cannot open \(LegibleText.quoted(spec.dropFirst(5))) for appending")
             }
         }
-        guard spec.hasPrefix("kafka:"), spec.count > 6 else { throw .usage("--dlq: expected kafka:TOPIC or file:PATH, got \"\(spec)\"") }
+        guard spec.hasPrefix("kafka:"), spec.count > 6 else { throw .usage("--dlq: expected kafka:TOPIC or file:PATH, got \(LegibleText.quoted(spec))") }
         do {
             let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafka), logger: logger)
             return (KafkaDeadLetterSink(producer: producer, topic: String(spec.dropFirst(6))), producer)
         } catch {
-            throw .usage("Kafka configuration: \(error)")
+            throw .usage("Kafka configuration", error)
         }
     }
 }

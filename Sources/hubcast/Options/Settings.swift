@@ -1,4 +1,5 @@
 import Foundation
+import NotificationHubs
 
 /// Resolves a setting from its flag, then `HUBCAST_<NAME>`, then the config file.
 struct Settings {
@@ -16,14 +17,14 @@ struct Settings {
             return
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw .usage("--config: cannot read \(path)")
+            throw .usage("--config: cannot read \(LegibleText.quoted(path))")
         }
         var values: [String: String] = [:]
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let eq = line.firstIndex(of: "=") else {
-                throw .usage("--config: \(path):\(number + 1): expected `name = value`")
+                throw .usage("--config: \(LegibleText.sanitized(path)):\(number + 1): expected `name = value`")
             }
             let name = line[..<eq].trimmingCharacters(in: .whitespaces)
             values[name] = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
@@ -45,7 +46,7 @@ struct Settings {
         if let flag {
             resolved = flag
         } else if let text = string(nil, name) {
-            guard let parsed = Int(text) else { throw .usage("\(source(of: name)): \"\(text)\" is not a whole number") }
+            guard let parsed = Int(text) else { throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not a whole number") }
             resolved = parsed
         } else {
             resolved = value
@@ -56,11 +57,23 @@ struct Settings {
         return resolved
     }
 
+    /// A true/false setting: the flag if given, else `true` or `false` (any case) from the environment
+    /// or the config file; anything else is refused rather than read as false.
+    func bool(_ flag: Bool, _ name: String) throws(CLIError) -> Bool {
+        if flag { return true }
+        guard let text = string(nil, name) else { return false }
+        switch text.lowercased() {
+        case "true": return true
+        case "false": return false
+        default: throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not true or false")
+        }
+    }
+
     /// A secret: from the environment variable, or from the file a `…-file` setting names; never a flag.
     func secret(environmentName: String, fileFlag: String?, fileName: String) throws(CLIError) -> String? {
         if let path = string(fileFlag, fileName) {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw .usage("--\(fileName): cannot read \(path)")
+                throw .usage("--\(fileName): cannot read \(LegibleText.quoted(path))")
             }
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
@@ -69,7 +82,7 @@ struct Settings {
 
     /// Where a setting came from, for error messages.
     func source(of name: String) -> String {
-        environment[Self.environmentName(name)] != nil ? Self.environmentName(name) : "\(name) in \(filePath ?? "the config file")"
+        environment[Self.environmentName(name)] != nil ? Self.environmentName(name) : "\(name) in \(filePath.map(LegibleText.sanitized) ?? "the config file")"
     }
 
     static func environmentName(_ name: String) -> String {
