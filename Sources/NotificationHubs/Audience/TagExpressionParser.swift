@@ -20,7 +20,7 @@ struct TagExpressionParser {
     mutating func parse() throws(TagExpression.Invalid) -> TagExpression {
         skipSpaces()
         guard index < bytes.count else { throw TagExpression.Invalid(reason: "is empty", column: nil) }
-        let expression = try parseOr()
+        let expression = try parse(.or)
         skipSpaces()
         guard index == bytes.count else { throw invalid("unexpected \(characterHere)") }
         return expression
@@ -55,22 +55,15 @@ struct TagExpressionParser {
         nesting += 1
     }
 
-    private mutating func parseOr() throws(TagExpression.Invalid) -> TagExpression {
+    /// A run of one operator, `||` (loosest) or `&&`, as one operand list; a parenthesised run of the
+    /// same operator joins the list, so `(a || b) || c` and `a || b || c` are the same tree.
+    private mutating func parse(_ junction: Junction) throws(TagExpression.Invalid) -> TagExpression {
         var operands: [TagExpression] = []
         repeat {
-            let operand = try parseAnd()
-            operands += operand.orOperands ?? [operand]
-        } while consume("||")
-        return operands.count == 1 ? operands[0] : .or(operands)
-    }
-
-    private mutating func parseAnd() throws(TagExpression.Invalid) -> TagExpression {
-        var operands: [TagExpression] = []
-        repeat {
-            let operand = try parseUnary()
-            operands += operand.andOperands ?? [operand]
-        } while consume("&&")
-        return operands.count == 1 ? operands[0] : .and(operands)
+            let operand = junction == .or ? try parse(.and) : try parseUnary()
+            operands += junction.operands(of: operand) ?? [operand]
+        } while consume(junction.symbol)
+        return operands.count == 1 ? operands[0] : junction.join(operands)
     }
 
     private mutating func parseUnary() throws(TagExpression.Invalid) -> TagExpression {
@@ -95,7 +88,7 @@ struct TagExpressionParser {
             try enter()
             index += 1
             // Parentheses only group; the tree already says what they meant.
-            let inner = try parseOr()
+            let inner = try parse(.or)
             guard consume(")") else { throw invalid("')' expected") }
             nesting -= 1
             return inner
@@ -111,12 +104,29 @@ struct TagExpressionParser {
     }
 }
 
-private extension TagExpression {
-    var orOperands: [TagExpression]? {
-        if case .or(let operands) = self { operands } else { nil }
+/// The two binary operators, loosest first.
+private enum Junction {
+    case or, and
+
+    var symbol: StaticString {
+        switch self {
+        case .or: "||"
+        case .and: "&&"
+        }
     }
 
-    var andOperands: [TagExpression]? {
-        if case .and(let operands) = self { operands } else { nil }
+    /// The operands of `e` when it is already a run of this operator.
+    func operands(of e: TagExpression) -> [TagExpression]? {
+        switch (self, e) {
+        case (.or, .or(let operands)), (.and, .and(let operands)): operands
+        default: nil
+        }
+    }
+
+    func join(_ operands: [TagExpression]) -> TagExpression {
+        switch self {
+        case .or: .or(operands)
+        case .and: .and(operands)
+        }
     }
 }
