@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // C seams: one system-library target per C library, nothing else calls C.
@@ -63,6 +65,7 @@ let package = Package(
             name: "Broadcast",
             dependencies: [
                 "News", "NotificationHubs", "Kafka", "Telemetry",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -126,13 +129,18 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
 
         .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HubEmulatorTests", dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]),
-        .testTarget(name: "BroadcastTests", dependencies: ["Broadcast", "News", "NotificationHubs", "Telemetry"]),
+        .testTarget(name: "BroadcastTests", dependencies: [
+            "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"], exclude: ["Help"]),
         // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.

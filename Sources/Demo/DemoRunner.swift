@@ -58,22 +58,22 @@ public struct DemoRunner: Sendable {
         var pipelineConfig = PipelineConfiguration(categories: categories)
         pipelineConfig.concurrency = configuration.concurrency
         pipelineConfig.stopWhenIdle = .seconds(2)
-        let holder = PipelineHolder()
-        var consumerConfig = KafkaConsumerConfiguration(kafka: kafka, groupID: "hubcast-demo", topics: categories.topics)
+        var consumerConfig = PipelineService.consumerConfiguration(kafka: kafka, groupID: "hubcast-demo", configuration: pipelineConfig)
         consumerConfig.sessionTimeoutMs = 6000
-        let consumer = try KafkaConsumer(configuration: consumerConfig, handlers: Pipeline.rebalanceHandlers { holder.pipeline }, logger: logger)
-        let client = NotificationHubClient(configuration: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
-                                           transport: CurlTransport(logger: logger), logger: logger,
-                                           attemptFailed: { if $0 == .throttled { holder.pipeline?.throttled() } })
-        let pipeline = Pipeline(consumer: consumer, client: client, deadLetters: KafkaDeadLetterSink(producer: producer, topic: "news.deadletter"),
-                                configuration: pipelineConfig, metrics: PipelineMetrics(categories: categories.names), logger: logger)
-        holder.set(pipeline)
+        let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
+        let pipelineMetrics = PipelineMetrics(categories: categories.names)
+        let sender = PipelineService.sender(hub: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
+                                            transport: TransportConfiguration(), configuration: pipelineConfig,
+                                            metrics: pipelineMetrics, logger: logger)
+        let pipeline = PipelineService.pipeline(source: consumer, sender: sender,
+                                                deadLetters: KafkaDeadLetterSink(producer: producer, topic: "news.deadletter"),
+                                                configuration: pipelineConfig, metrics: pipelineMetrics, logger: logger)
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await consumer.run() }
             // The newsroom publishes while hubcast runs, as it would in production.
             group.addTask {
-                while !pipeline.hasPartitions { try await Task.sleep(for: .milliseconds(50)) }
+                while consumer.assignment.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
                 try await withThrowingTaskGroup(of: Void.self) { sends in
                     for message in messages { sends.addTask { _ = try await producer.send(topic: message.topic, value: message.value) } }
                     try await sends.waitForAll()
@@ -89,14 +89,6 @@ public struct DemoRunner: Sendable {
             brokers: broker.bootstrapServers, emulatorURL: "http://127.0.0.1:\(port)/", devices: configuration.devices, followers: followers,
             validItems: valid, deliveries: emulator.deliveries(), metrics: metrics.snapshot(resettingIntervals: false), elapsed: elapsed)
     }
-}
-
-/// Lets the rebalance handlers reach the pipeline that is created after the consumer.
-final class PipelineHolder: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Pipeline?
-    var pipeline: Pipeline? { lock.withLock { value } }
-    func set(_ pipeline: Pipeline) { lock.withLock { value = pipeline } }
 }
 
 struct DemoError: Error, CustomStringConvertible {

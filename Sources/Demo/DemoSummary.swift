@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import HubEmulator
 import News
 import Telemetry
@@ -42,7 +43,7 @@ public struct DemoSummary: Sendable {
                          + pad("\(personal.reduce(0) { $0 + $1.matched })", 17, right: true))
         }
         lines.append("")
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         lines.append("sent \(metrics.counter("hubcast_sent")), failed \(metrics.counter("hubcast_failed")), invalid \(metrics.counter("hubcast_invalid")) (dead-lettered \(metrics.counter("hubcast_dead_lettered"))), expired \(metrics.counter("hubcast_expired")) (skipped)")
         lines.append(String(format: "pipeline ran %.1f s, including joining the consumer group and 2 s of idle wait before stopping", seconds))
         lines.append("e2e: Kafka message timestamp to the hub's 201; right after start-up it includes the consumer's first fetch (about 1 s on the dev broker), in steady state it is tens of ms")

@@ -10,27 +10,13 @@ import Synchronization
 /// never for long (librdkafka would leave the group after `max.poll.interval.ms`): a buffer still
 /// full after `pauseAfter` pauses the partitions and the loop polls on.
 public final class KafkaConsumer: Service, Sendable {
-    /// Called on the poll thread when partitions arrive or leave, before they leave.
-    public struct RebalanceHandlers: Sendable {
-        public var onAssign: @Sendable ([TopicPartition]) -> Void
-        /// Finish (commit) or abandon the partitions' pending work here; they are gone after it returns.
-        public var onRevoke: @Sendable ([TopicPartition]) -> Void
-
-        public init(
-            onAssign: @escaping @Sendable ([TopicPartition]) -> Void = { _ in },
-            onRevoke: @escaping @Sendable ([TopicPartition]) -> Void = { _ in }
-        ) {
-            self.onAssign = onAssign
-            self.onRevoke = onRevoke
-        }
-    }
-
     private let client: RDKafkaClient
     private let buffer = MessageBuffer()
     private let pauses: Shared<PauseController>
     private let stopRequested = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
     private let logger: Logger
+    private let handlers: Shared<RebalanceHandlers>
     public let configuration: KafkaConsumerConfiguration
 
     public init(
@@ -44,6 +30,8 @@ public final class KafkaConsumer: Service, Sendable {
         let pauses = Shared(PauseController(capacity: configuration.bufferCapacity, pauseAfter: configuration.pauseAfter))
         self.pauses = pauses
         let buffer = self.buffer
+        let handlers = Shared(handlers)
+        self.handlers = handlers
         client = try RDKafkaClient(
             role: .consumer, properties: configuration.librdkafkaProperties, logger: logger,
             onRebalance: { kind, partitions in
@@ -51,15 +39,21 @@ public final class KafkaConsumer: Service, Sendable {
                 case .assign:
                     pauses.withLock { $0.assigned(partitions) }
                     logger.info("Partitions assigned", metadata: ["partitions": "\(partitions)"])
-                    handlers.onAssign(partitions)
+                    handlers.withLock { $0 }.onAssign(partitions)
+                    return []
                 case .revoke:
                     let revoked = Set(partitions)
                     pauses.withLock { $0.revoked(partitions) }
                     buffer.removeAll { revoked.contains($0.topicPartition) }
                     logger.info("Partitions revoked", metadata: ["partitions": "\(partitions)"])
-                    handlers.onRevoke(partitions)
+                    return handlers.withLock { $0 }.onRevoke(partitions)
                 }
             })
+    }
+
+    /// Replaces the rebalance handlers; call before `run()`.
+    public func setRebalanceHandlers(_ handlers: RebalanceHandlers) {
+        self.handlers.withLock { $0 = handlers }
     }
 
     /// The messages of the assigned partitions, in order within each partition.
@@ -101,15 +95,10 @@ public final class KafkaConsumer: Service, Sendable {
         try await Blocking.run { () throws(KafkaError) in try client.commit(offsets) }
     }
 
-    /// Blocking commit for use inside a revoke handler, which already runs off the Swift pool.
-    public func commitBlocking(_ offsets: [TopicPartitionOffset]) throws(KafkaError) {
-        try client.commit(offsets)
-    }
-
     /// The group's committed offsets (next offset to read) for these partitions.
     public func committed(_ partitions: [TopicPartition], timeout: Duration = .seconds(10)) async throws(KafkaError) -> [TopicPartition: Int64] {
         let client = self.client
-        let ms = Int32(timeout.components.seconds * 1000)
+        let ms = timeout.timeoutMs
         return try await Blocking.run { () throws(KafkaError) in try client.committed(partitions, timeoutMs: ms) }
     }
 
@@ -128,9 +117,10 @@ public final class KafkaConsumer: Service, Sendable {
     /// The partitions currently paused, by the application or by backpressure.
     public var pausedPartitions: Set<TopicPartition> { pauses.withLock { $0.paused } }
 
-    /// Messages behind the end of the assigned partitions (from librdkafka's cached watermarks).
+    /// Messages not yet handed to the application: behind the end of the assigned partitions
+    /// (librdkafka's cached watermarks, no broker round trip) plus those buffered here.
     public var lag: Int64 {
-        client.lag(Array(pauses.withLock { $0.assignment }))
+        client.lag(Array(pauses.withLock { $0.assignment })) + Int64(buffer.count)
     }
 
     /// Messages fetched and waiting for the application.
@@ -139,7 +129,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// Proves a broker answers before the consumer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
         let client = self.client
-        let ms = Int32(timeout.components.seconds * 1000)
+        let ms = timeout.timeoutMs
         try await Blocking.run { () throws(KafkaError) in try client.checkReachable(timeoutMs: ms) }
     }
 

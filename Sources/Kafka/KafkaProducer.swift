@@ -34,14 +34,14 @@ public final class KafkaProducer: Sendable {
     /// Proves a broker answers before the producer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
         let client = self.client
-        let ms = Int32(timeout.components.seconds * 1000)
+        let ms = timeout.timeoutMs
         try await Blocking.run { () throws(KafkaError) in try client.checkReachable(timeoutMs: ms) }
     }
 
     /// Number of partitions of `topic`, or nil when the cluster does not have it.
     public func partitionCount(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Int? {
         let client = self.client
-        let ms = Int32(timeout.components.seconds * 1000)
+        let ms = timeout.timeoutMs
         return try await Blocking.run { () throws(KafkaError) in try client.partitionCount(topic: topic, timeoutMs: ms) }
     }
 
@@ -76,7 +76,7 @@ public final class KafkaProducer: Sendable {
     public func close(timeout: Duration = .seconds(30)) async throws(KafkaError) {
         guard !closed.withLock({ $0 }) else { return }
         let client = self.client
-        let ms = Int32(timeout.components.seconds * 1000)
+        let ms = timeout.timeoutMs
         let result: Result<Void, KafkaError> = await Blocking.runCatching { () throws(KafkaError) in try client.flush(timeoutMs: ms) }
         if !markClosed() {
             let done = pollThreadDone

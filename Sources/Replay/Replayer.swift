@@ -262,7 +262,7 @@ public final class Replayer: Service, Sendable {
         var remaining: Int?
         switch source {
         case .file(_, let total): remaining = max(0, total - c.read)
-        case .kafka(let consumer): remaining = Int(consumer.lag) + consumer.buffered
+        case .kafka(let consumer): remaining = Int(consumer.lag)
         }
         let eta = remaining.flatMap { r in rate > 0 ? String(format: "%.0f s", Double(r) / max(rate, Double(c.read) / seconds)) : nil } ?? "-"
         return String(format: "replay%@: read %d, sent %d, skipped %d, failed %d, %.1f sends/s%@", final ? " done" : "",

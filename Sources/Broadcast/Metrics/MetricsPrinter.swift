@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import News
 import ServiceLifecycle
 import Telemetry
@@ -54,7 +55,7 @@ public struct MetricsPrinter: Service {
         w.number(Int64(s.meter("hubcast_in_flight")))
         w.key("concurrency")
         w.number(Int64(s.meter("hubcast_concurrency")))
-        let seconds = max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 0.001)
+        let seconds = max(elapsed.inSeconds, 0.001)
         let sentNow = s.counter("hubcast_sent") - (previous?.counter("hubcast_sent") ?? 0)
         w.key("sendsPerSec")
         w.raw(String(format: "%.1f", Double(sentNow) / seconds).utf8)
@@ -72,6 +73,8 @@ public struct MetricsPrinter: Service {
         w.endObject()
         w.key("lag")
         w.number(Int64(s.meter("hubcast_lag")))
+        w.key("hubAvailable")
+        w.bool(s.meter("hubcast_hub_available") != 0)
         w.key("sasTokensMinted")
         w.number(Int64(s.meter("hubcast_sas_tokens_minted")))
         if final {

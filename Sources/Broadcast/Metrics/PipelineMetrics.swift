@@ -17,12 +17,15 @@ public struct PipelineMetrics: Sendable {
     public let inFlight = Meter(label: "hubcast_in_flight")
     public let concurrency = Meter(label: "hubcast_concurrency")
     public let lag = Meter(label: "hubcast_lag")
+    /// 1 while the hub takes sends, 0 while it is held as unavailable (credentials, TLS, no answer).
+    public let hubAvailable = Meter(label: "hubcast_hub_available")
     public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
     public let sendLatency = Timer(label: "hubcast_send_latency")
     private let endToEnd: [String: Timer]
 
     /// End-to-end latency gets one timer per category (Kafka timestamp → hub accepted).
     public init(categories: [String]) {
+        hubAvailable.set(1)
         endToEnd = Dictionary(uniqueKeysWithValues: categories.map {
             ($0, Timer(label: "hubcast_end_to_end_latency", dimensions: [("category", $0)]))
         })

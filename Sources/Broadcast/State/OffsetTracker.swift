@@ -42,8 +42,17 @@ public struct OffsetTracker: Sendable {
 
     /// Offsets to commit now: partitions whose commit point moved since the last commit.
     public func committable() -> [TopicPartitionOffset] {
+        committable { _ in true }
+    }
+
+    /// Offsets to commit now, for these partitions only.
+    public func committable(in wanted: Set<TopicPartition>) -> [TopicPartitionOffset] {
+        committable { wanted.contains($0) }
+    }
+
+    private func committable(where include: (TopicPartition) -> Bool) -> [TopicPartitionOffset] {
         partitions.compactMap { tp, p in
-            guard let point = p.commitPoint, point != p.lastCommitted else { return nil }
+            guard include(tp), let point = p.commitPoint, point != p.lastCommitted else { return nil }
             return TopicPartitionOffset(tp, offset: point)
         }.sorted { ($0.topicPartition.topic, $0.topicPartition.partition) < ($1.topicPartition.topic, $1.topicPartition.partition) }
     }

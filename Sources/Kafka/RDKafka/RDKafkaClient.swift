@@ -1,4 +1,5 @@
 import CRdKafka
+import Foundation
 import Logging
 import Synchronization
 
@@ -19,7 +20,7 @@ final class RDKafkaClient: @unchecked Sendable {
     // Mutable only before the handle exists; librdkafka serialises its own callbacks.
     final class Callbacks: @unchecked Sendable {
         let logger: Logger
-        var onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> Void)?
+        var onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])?
         // The rebalance callback must assign through the client that owns the handle.
         weak var client: RDKafkaClient?
         init(logger: Logger) { self.logger = logger }
@@ -27,13 +28,13 @@ final class RDKafkaClient: @unchecked Sendable {
 
     private let handle: OpaquePointer
     private let callbacks: Callbacks
-    private let destroyed = Atomic<Bool>(false)
+    private let lifecycle = Mutex(HandleLifecycle())
     // The poll thread alone reads messages, so the topic name cache needs no lock.
     private var topicNames: [OpaquePointer: String] = [:]
 
     init(
         role: Role, properties: [String: String], logger: Logger,
-        onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> Void)? = nil
+        onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])? = nil
     ) throws(KafkaError) {
         let conf = rd_kafka_conf_new()!
         var errorText = [CChar](repeating: 0, count: 512)
@@ -69,16 +70,35 @@ final class RDKafkaClient: @unchecked Sendable {
 
     deinit { destroy() }
 
-    /// Frees the handle; a consumer must be closed with `consumerClose()` first.
+    /// Frees the handle once no call is using it; later calls throw `KafkaError.shutDown`. A consumer
+    /// must be closed with `consumerClose()` first. Blocks: call it from a thread, not a task.
     func destroy() {
-        guard !destroyed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        rd_kafka_destroy(handle)
+        while true {
+            switch lifecycle.withLock({ $0.close() }) {
+            case .destroyNow:
+                rd_kafka_destroy(handle)
+                return
+            case .waitForUsers:
+                usleep(1000)
+            case .nothing:
+                return
+            }
+        }
     }
+
+    /// Runs `body` with the handle while it is open; throws `shutDown` once it is closed.
+    private func withOpenHandle<T>(_ body: (OpaquePointer) throws(KafkaError) -> T) throws(KafkaError) -> T {
+        guard lifecycle.withLock({ $0.enter() }) else { throw .shutDown }
+        defer { lifecycle.withLock { $0.leave() } }
+        return try body(handle)
+    }
+
+    var isOpen: Bool { lifecycle.withLock { $0.isOpen } }
 
     /// Asks the cluster for metadata: proves that a broker answers.
     func checkReachable(timeoutMs: Int32) throws(KafkaError) {
         var metadata: UnsafePointer<rd_kafka_metadata>?
-        let err = rd_kafka_metadata(handle, 0, nil, &metadata, timeoutMs)
+        let err = try withOpenHandle { handle throws(KafkaError) in rd_kafka_metadata(handle, 0, nil, &metadata, timeoutMs) }
         if let metadata { rd_kafka_metadata_destroy(metadata) }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw .unreachable("no Kafka broker answered within \(timeoutMs) ms: \(String(cString: rd_kafka_err2str(err)))")
@@ -129,7 +149,7 @@ final class RDKafkaClient: @unchecked Sendable {
         guard !offsets.isEmpty else { return }
         let list = makeList(offsets)
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        let err = rd_kafka_commit(handle, list, 0)
+        let err = try withOpenHandle { handle throws(KafkaError) in rd_kafka_commit(handle, list, 0) }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "commit \(offsets)") }
         try checkPartitionErrors(list, context: "commit")
     }
@@ -138,7 +158,7 @@ final class RDKafkaClient: @unchecked Sendable {
     func committed(_ partitions: [TopicPartition], timeoutMs: Int32) throws(KafkaError) -> [TopicPartition: Int64] {
         let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        let err = rd_kafka_committed(handle, list, timeoutMs)
+        let err = try withOpenHandle { handle throws(KafkaError) in rd_kafka_committed(handle, list, timeoutMs) }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "committed offsets") }
         var result: [TopicPartition: Int64] = [:]
         for entry in read(list) where entry.offset >= 0 { result[entry.topicPartition] = entry.offset }
@@ -148,6 +168,10 @@ final class RDKafkaClient: @unchecked Sendable {
     /// High watermark minus the consumer's position, summed; cached values, no broker round trip.
     func lag(_ partitions: [TopicPartition]) -> Int64 {
         guard !partitions.isEmpty else { return 0 }
+        return (try? withOpenHandle { handle throws(KafkaError) in lag(partitions, handle: handle) }) ?? 0
+    }
+
+    private func lag(_ partitions: [TopicPartition], handle: OpaquePointer) -> Int64 {
         let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
         guard rd_kafka_position(handle, list) == RD_KAFKA_RESP_ERR_NO_ERROR else { return 0 }
@@ -195,24 +219,47 @@ final class RDKafkaClient: @unchecked Sendable {
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
             if cooperative {
-                if let error = rd_kafka_incremental_assign(handle, list) { logAndFree(error) }
+                check(rd_kafka_incremental_assign(handle, list), "incremental assign")
             } else {
-                rd_kafka_assign(handle, list)
+                check(rd_kafka_assign(handle, list), "assign")
             }
-            callbacks.onRebalance?(.assign, partitions)
+            _ = callbacks.onRebalance?(.assign, partitions)
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
-            // The application finishes (or abandons) the revoked partitions' work before they go.
-            callbacks.onRebalance?(.revoke, partitions)
+            // The application finishes (or abandons) the revoked partitions' work; what it finished
+            // is committed here, while the partitions are still ours, before they go.
+            let offsets = callbacks.onRebalance?(.revoke, partitions) ?? []
+            commitOnRevoke(offsets)
             if cooperative {
-                if let error = rd_kafka_incremental_unassign(handle, list) { logAndFree(error) }
+                check(rd_kafka_incremental_unassign(handle, list), "incremental unassign")
             } else {
-                rd_kafka_assign(handle, nil)
+                check(rd_kafka_assign(handle, nil), "unassign")
             }
         default:
             callbacks.logger.warning("Rebalance failed", metadata: ["error": "\(KafkaError.rdKafka(err))"])
-            callbacks.onRebalance?(.revoke, partitions)
-            rd_kafka_assign(handle, nil)
+            commitOnRevoke(callbacks.onRebalance?(.revoke, partitions) ?? [])
+            check(rd_kafka_assign(handle, nil), "unassign after a failed rebalance")
         }
+    }
+
+    private func commitOnRevoke(_ offsets: [TopicPartitionOffset]) {
+        do {
+            try commit(offsets)
+        } catch {
+            // A real broker accepts this commit; the dev broker refuses commits during a rebalance.
+            callbacks.logger.warning("Commit on revoke failed; the next owner re-reads from the last commit",
+                                     metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func check(_ err: rd_kafka_resp_err_t, _ what: String) {
+        guard err != RD_KAFKA_RESP_ERR_NO_ERROR else { return }
+        callbacks.logger.error("Rebalance step failed", metadata: ["step": "\(what)", "error": "\(KafkaError.rdKafka(err))"])
+    }
+
+    private func check(_ error: OpaquePointer?, _ what: String) {
+        guard let error else { return }
+        callbacks.logger.error("Rebalance step failed", metadata: ["step": "\(what)", "error": "\(String(cString: rd_kafka_error_string(error)))"])
+        rd_kafka_error_destroy(error)
     }
 
     // MARK: Producer
@@ -304,11 +351,6 @@ final class RDKafkaClient: @unchecked Sendable {
             let e = list.pointee.elems[i]
             throw .rdKafka(e.err, context: "\(context) \(String(cString: e.topic))[\(e.partition)]")
         }
-    }
-
-    private func logAndFree(_ error: OpaquePointer) {
-        callbacks.logger.warning("Incremental rebalance failed", metadata: ["error": "\(String(cString: rd_kafka_error_string(error)))"])
-        rd_kafka_error_destroy(error)
     }
 
     fileprivate static func callbacks(of rk: OpaquePointer?) -> Callbacks? {

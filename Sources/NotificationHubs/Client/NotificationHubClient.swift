@@ -143,7 +143,7 @@ public final class NotificationHubClient: Sendable {
                 message = error.description
                 switch error.kind {
                 case .cancelled, .shutDown:
-                    throw failure(.init(error.kind == .cancelled ? "cancelled" : "shut-down"), nil, message, attempts, throttled, firstAttemptAt)
+                    throw failure(error.kind == .cancelled ? .cancelled : .shutDown, nil, message, attempts, throttled, firstAttemptAt)
                 case .tls:
                     throw failure(.tls, nil, message, attempts, throttled, firstAttemptAt)
                 case .timeout:
@@ -174,7 +174,7 @@ public final class NotificationHubClient: Sendable {
                 do {
                     try await sleep(delay)
                 } catch {
-                    throw failure(.init("cancelled"), status, "cancelled while backing off", attempts, throttled, firstAttemptAt)
+                    throw failure(.cancelled, status, "cancelled while backing off", attempts, throttled, firstAttemptAt)
                 }
             case .final(let reason):
                 throw failure(reason, status, message, attempts, throttled, firstAttemptAt)

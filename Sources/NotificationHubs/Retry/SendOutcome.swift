@@ -58,4 +58,7 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
     public static let rejected = FailureReason("rejected")
     public static let tls = FailureReason("tls")
     public static let invalid = FailureReason("invalid")
+    /// Not a verdict on the send: it was cancelled (shutdown) before it could finish.
+    public static let cancelled = FailureReason("cancelled")
+    public static let shutDown = FailureReason("shut-down")
 }

@@ -39,22 +39,17 @@ struct RunCommand: AsyncParsableCommand {
         let kafkaConfig = try kafka.configuration(settings)
         let (hubConfig, hubTransport) = try hubOptions.configuration(settings)
         let pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
-        var transportConfig = hubTransport
-        // One connection per send in flight (fewer would queue inside libcurl), within half of the
-        // usual 1,024 open files; over HTTP/2 the sends share a few connections anyway.
-        transportConfig.maxConnectionsPerHost = min(pipelineConfig.concurrency, 512)
         let timeout = try kafka.timeout(settings)
 
         let metrics = InMemoryMetrics()
         MetricsSystem.bootstrap(metrics)
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
-        let gateBox = Mutex<Pipeline?>(nil)
-        var consumerConfig = KafkaConsumerConfiguration(kafka: kafkaConfig, groupID: pipelineOptions.groupID(settings), topics: categories.topics)
-        // A few batches: librdkafka's own queue (queued.min.messages) is the deep buffer.
-        consumerConfig.bufferCapacity = max(pipelineConfig.batchSize * 4, 2000)
         let consumer: KafkaConsumer
         do {
-            consumer = try KafkaConsumer(configuration: consumerConfig, handlers: Pipeline.rebalanceHandlers { gateBox.withLock { $0 } }, logger: logger)
+            consumer = try KafkaConsumer(
+                configuration: PipelineService.consumerConfiguration(kafka: kafkaConfig, groupID: pipelineOptions.groupID(settings),
+                                                                     configuration: pipelineConfig),
+                logger: logger)
         } catch {
             throw CLIError.usage("Kafka configuration: \(error)")
         }
@@ -63,19 +58,13 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.unreachable("could not reach Kafka at \(kafkaConfig.bootstrapServers): \(error)")
         }
-        let throttleSignal = Mutex<(@Sendable () -> Void)?>(nil)
-        let client = NotificationHubClient(
-            configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger,
-            attemptFailed: { reason in
-                if reason == .throttled || reason == .serverError { throttleSignal.withLock { $0 }?() }
-            })
-        if !skipHubCheck { try await HubCheck.verify(client, timeout: timeout) }
+        let sender = PipelineService.sender(hub: hubConfig, transport: hubTransport, configuration: pipelineConfig,
+                                            metrics: pipelineMetrics, logger: logger)
+        if !skipHubCheck { try await HubCheck.verify(sender.client, timeout: timeout) }
 
         let (deadLetters, dlqProducer) = try pipelineOptions.deadLetterSink(settings, kafka: kafkaConfig, logger: logger)
-        let pipeline = Pipeline(consumer: consumer, client: client, deadLetters: deadLetters, configuration: pipelineConfig,
-                                metrics: pipelineMetrics, logger: logger)
-        gateBox.withLock { $0 = pipeline }
-        throttleSignal.withLock { $0 = { pipeline.throttled() } }
+        let pipeline = PipelineService.pipeline(source: consumer, sender: sender, deadLetters: deadLetters,
+                                                configuration: pipelineConfig, metrics: pipelineMetrics, logger: logger)
 
         let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
         var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -85,14 +74,17 @@ struct RunCommand: AsyncParsableCommand {
         let started = ContinuousClock.now
         // Shut down in reverse: the pipeline drains and commits, then the consumer leaves its group,
         // then the printer stops; the final metrics line comes after all of them.
-        let group = ServiceGroup(configuration: .init(
+        var groupConfig = ServiceGroupConfiguration(
             services: extra + [
                 .init(service: printer),
                 .init(service: consumer),
                 .init(service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup),
             ],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+            logger: logger)
+        // The engine bounds the drain itself; this is the backstop should anything else hang.
+        groupConfig.maximumGracefulShutdownDuration = pipelineConfig.drainTimeout + .seconds(10)
+        let group = ServiceGroup(configuration: groupConfig)
+        try await ShutdownSignals.run(group, secondSignal: { pipeline.requestShutdown() }, logger: logger)
         try? await dlqProducer?.close()
         printer.printFinal(elapsed: ContinuousClock.now - started)
     }

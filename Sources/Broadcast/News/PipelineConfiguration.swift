@@ -9,7 +9,8 @@ public struct PipelineConfiguration: Sendable {
     public var minConcurrency = 4
     /// Messages taken from the consumer at once.
     public var batchSize = 500
-    /// After the first message of a batch, how long to wait for more.
+    /// No longer used: the engine takes a batch as soon as a record arrives and asks for the next
+    /// while its pool has room, so holding a batch only added latency. Kept so settings still parse.
     public var batchLinger: Duration = .milliseconds(5)
     public var commitInterval: Duration = .seconds(1)
     /// On shutdown, how long in-flight sends may take to finish before they are abandoned (and re-read later).
@@ -17,8 +18,11 @@ public struct PipelineConfiguration: Sendable {
     /// Item ids remembered to avoid sending one item twice in a process.
     public var dedupeWindow = 100_000
     public var maxMessageBytes = NewsItemDecoder.defaultMaxMessageBytes
-    /// While the hub does not answer at all, how long a held send waits before trying again.
+    /// While the hub is unavailable (no answer, credentials or certificate refused), how often one
+    /// held send probes it.
     public var outageRetryInterval: Duration = .seconds(2)
+    /// On a rebalance, how long the leaving partitions' sends may take before they go anyway.
+    public var revokeTimeout: Duration = .seconds(10)
     /// Stop once no message has arrived for this long and nothing is in flight (demo, tests,
     /// benchmarks); nil runs until shut down.
     public var stopWhenIdle: Duration?

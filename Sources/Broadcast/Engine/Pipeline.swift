@@ -1,0 +1,244 @@
+import Kafka
+import Logging
+import ServiceLifecycle
+
+/// The async shell around `PipelineEngine`: one loop takes events (records fetched, sends ended,
+/// rebalances, ticks, shutdown) in order, feeds them to the engine and performs its actions.
+/// Sends and dead-letter writes run as child tasks; nothing else waits, so every stop is bounded
+/// by the engine's deadlines whatever the hub or the sink does.
+public final class Pipeline<Preparer: RecordPreparer, Delivery: Sender, C: Clock>: Service, Sendable
+where Preparer.Send == Delivery.Send, C.Duration == Duration {
+    public typealias Engine = PipelineEngine<Delivery.Send>
+
+    enum Event: Sendable {
+        case fetched(SourceBatch)
+        case assigned([TopicPartition])
+        case revoked([TopicPartition], Engine.RevokeID)
+        case sendFinished(Engine.JobID, Engine.Outcome)
+        case deadLetterWritten(Engine.JobID, stored: Bool)
+        case attemptThrottled
+        case commitFinished([TopicPartitionOffset], succeeded: Bool)
+        case tick
+        case shutdown
+    }
+
+    public struct Configuration: Sendable {
+        public var engine = Engine.Configuration()
+        /// How long one fetch waits for records before the engine hears it timed out.
+        public var fetchWait: Duration = .milliseconds(250)
+        /// How often deadlines, commits, probes and the lag gauge are checked.
+        public var tickInterval: Duration = .milliseconds(50)
+        public init() {}
+    }
+
+    let source: any RecordSource
+    let preparer: Preparer
+    let sender: Delivery
+    let deadLetters: any DeadLetterSink
+    let configuration: Configuration
+    let metrics: PipelineMetrics
+    let logger: Logger
+    let clock: C
+    let origin: C.Instant
+    /// Events in the order they happened, each stamped with when (not when the loop gets to it).
+    let events: AsyncStream<(Event, Duration)>
+    let stream: AsyncStream<(Event, Duration)>.Continuation
+    let revokes: RevokeRendezvous
+
+    public init(source: any RecordSource, preparer: Preparer, sender: Delivery, deadLetters: any DeadLetterSink,
+                configuration: Configuration, metrics: PipelineMetrics, logger: Logger, clock: C) {
+        self.source = source
+        self.preparer = preparer
+        self.sender = sender
+        self.deadLetters = deadLetters
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+        origin = clock.now
+        (events, stream) = AsyncStream.makeStream(of: (Event, Duration).self)
+        // Waits for the engine at most its revoke timeout, and a margin for the loop to answer.
+        let revokes = RevokeRendezvous(timeout: configuration.engine.revokeTimeout + .seconds(5))
+        self.revokes = revokes
+        let post: @Sendable (Event) -> Void = { [stream, origin, clock] in stream.yield(($0, origin.duration(to: clock.now))) }
+        source.setRebalanceHandlers(RebalanceHandlers(
+            onAssign: { post(.assigned($0)) },
+            onRevoke: { partitions in revokes.revoke { post(.revoked(partitions, $0)) } }))
+        sender.onThrottledAttempt { post(.attemptThrottled) }
+        metrics.concurrency.set(configuration.engine.maxInFlight)
+    }
+
+    /// Asks for shutdown as a signal does: the first drains, a second finishes at once.
+    public func requestShutdown() {
+        post(.shutdown)
+    }
+
+    private func post(_ event: Event) {
+        stream.yield((event, now()))
+    }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.tick() }
+                var engine = Engine(configuration: configuration.engine)
+                var preparer = self.preparer
+                var finished = await perform(engine.started(now: now()), engine: engine, group: &group)
+                for await (event, time) in events where !finished {
+                    let actions = handle(event, at: time, engine: &engine, preparer: &preparer)
+                    finished = await perform(actions, engine: engine, group: &group)
+                }
+                // The stream ends only when this task is cancelled: finish with what is finished.
+                if !finished { _ = await perform(engine.cancelled(), engine: engine, group: &group) }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            self.post(.shutdown)
+        }
+    }
+
+    private func now() -> Duration { origin.duration(to: clock.now) }
+
+    private func handle(_ event: Event, at now: Duration, engine: inout Engine, preparer: inout Preparer) -> [Engine.Action] {
+        switch event {
+        case .fetched(.records(let messages)):
+            var records: [Engine.Record] = []
+            records.reserveCapacity(messages.count)
+            for message in messages where engine.accepts(message.topicPartition) {
+                records.append(Engine.Record(position: RecordPosition(message.topicPartition, offset: message.offset),
+                                             work: preparer.prepare(message)))
+            }
+            return engine.received(records, now: now)
+        case .fetched(.timedOut):
+            return engine.fetchTimedOut(now: now)
+        case .fetched(.finished):
+            return engine.sourceFinished(now: now)
+        case .assigned(let partitions):
+            return engine.assigned(partitions, now: now)
+        case .revoked(let partitions, let id):
+            return engine.revoked(partitions, id: id, now: now)
+        case .sendFinished(let id, let outcome):
+            return engine.sendFinished(id, outcome, now: now)
+        case .deadLetterWritten(let id, let stored):
+            if stored { metrics.deadLettered.increment() }
+            return engine.deadLetterWritten(id, stored: stored, now: now)
+        case .attemptThrottled:
+            engine.attemptThrottled(now: now)
+            metrics.concurrency.set(engine.limit)
+            return []
+        case .commitFinished(let offsets, let succeeded):
+            engine.commitFinished(offsets, succeeded: succeeded)
+            return []
+        case .tick:
+            metrics.inFlight.set(engine.sendsInFlight)
+            metrics.concurrency.set(engine.limit)
+            metrics.lag.set(source.lag)
+            sender.refreshMetrics()
+            return engine.tick(now: now)
+        case .shutdown:
+            logger.info("Shutdown requested", metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
+            return engine.shutdownRequested(now: now)
+        }
+    }
+
+    /// Performs the engine's actions in order; true once the run is over.
+    private func perform(_ actions: [Engine.Action], engine: Engine, group: inout DiscardingTaskGroup) async -> Bool {
+        for action in actions {
+            switch action {
+            case .send(let id, let send):
+                group.addTask {
+                    let outcome = await self.sender.deliver(send)
+                    self.post(.sendFinished(id, outcome))
+                }
+            case .writeDeadLetter(let id, let record):
+                group.addTask {
+                    let stored = await self.store(record)
+                    self.post(.deadLetterWritten(id, stored: stored))
+                }
+            case .fetch(let max):
+                group.addTask {
+                    let batch = await self.source.nextBatch(max: max, timeout: self.configuration.fetchWait)
+                    self.post(.fetched(batch))
+                }
+            case .commit(let offsets):
+                group.addTask {
+                    let succeeded = await self.commit(offsets)
+                    self.post(.commitFinished(offsets, succeeded: succeeded))
+                }
+            case .completeRevoke(let id, let offsets):
+                revokes.complete(id, commit: offsets)
+            case .reportHubUnavailable(let reason, let since):
+                metrics.hubAvailable.set(0)
+                logger.error("The hub is unavailable: sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it",
+                             metadata: ["reason": "\(reason)", "forSeconds": "\((now() - since).components.seconds)"])
+            case .reportHubAvailable(let after):
+                metrics.hubAvailable.set(1)
+                logger.info("The hub is available again", metadata: ["afterSeconds": "\(after.components.seconds)"])
+            case .cancelInFlight:
+                logger.warning("Abandoning unfinished sends; they are read again later",
+                               metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
+                group.cancelAll()
+            case .finish(let offsets):
+                group.cancelAll()
+                await finish(committing: offsets)
+                return true
+            }
+        }
+        metrics.inFlight.set(engine.sendsInFlight)
+        return false
+    }
+
+    /// Last words: make dead letters durable, then commit; without a durable sink nothing is committed.
+    private func finish(committing offsets: [TopicPartitionOffset]) async {
+        var leftover = offsets
+        do {
+            try await deadLetters.flush()
+            if await commit(offsets) { leftover = [] }
+        } catch {
+            logger.error("Dead-letter sink flush failed; offsets not committed", metadata: ["error": "\(error)"])
+            leftover = []
+        }
+        // A revoke that comes after the run (the consumer leaving its group) commits what is left.
+        revokes.close(leftover: leftover)
+        stream.finish()
+    }
+
+    private func commit(_ offsets: [TopicPartitionOffset]) async -> Bool {
+        guard !offsets.isEmpty else { return true }
+        do {
+            try await source.commit(offsets)
+            return true
+        } catch {
+            logger.warning("Commit failed; it is retried with the next commit", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
+    /// Stores a dead-letter record, retrying a few times; false leaves the item uncommitted.
+    private func store(_ record: DeadLetterRecord) async -> Bool {
+        for attempt in 1...5 {
+            do {
+                try await deadLetters.write(record)
+                return true
+            } catch {
+                logger.error("Dead-letter write failed", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                do { try await clock.sleep(for: .milliseconds(100 << attempt)) } catch { return false }
+            }
+        }
+        return false
+    }
+
+    private func tick() async {
+        while !Task.isCancelled {
+            do { try await clock.sleep(for: configuration.tickInterval) } catch { return }
+            post(.tick)
+        }
+    }
+}
+
+extension PipelineEngine {
+    /// True when a record of this partition would be taken now (so it is worth preparing).
+    public func accepts(_ partition: TopicPartition) -> Bool {
+        phase == .running && isOwned(partition)
+    }
+}

@@ -1,0 +1,114 @@
+import Kafka
+
+/// Where a record came from. A file source uses one synthetic partition with line numbers as offsets.
+public struct RecordPosition: Hashable, Sendable, CustomStringConvertible {
+    public var partition: TopicPartition
+    public var offset: Int64
+
+    public init(_ partition: TopicPartition, offset: Int64) {
+        self.partition = partition
+        self.offset = offset
+    }
+
+    public var description: String { "\(partition)@\(offset)" }
+}
+
+extension PipelineEngine {
+    /// How the engine batches, bounds, commits and waits.
+    public struct Configuration: Sendable {
+        /// Sends in flight at most (the adaptive limiter's ceiling).
+        public var maxInFlight = 64
+        /// The limiter's floor under sustained throttling.
+        public var minInFlight = 4
+        /// Records asked of the source at once.
+        public var batchSize = 500
+        /// Jobs waiting for a slot before the engine stops asking the source for more: the
+        /// source's own buffer then fills and it pauses its partitions (backpressure).
+        public var maxQueued = 1000
+        public var commitInterval: Duration = .seconds(1)
+        /// How long leaving partitions' sends may take before the partitions go anyway.
+        public var revokeTimeout: Duration = .seconds(10)
+        /// On shutdown, how long in-flight sends may take before they are abandoned (uncommitted).
+        public var drainTimeout: Duration = .seconds(30)
+        /// While the hub is unavailable, how often one held send probes it.
+        public var probeInterval: Duration = .seconds(2)
+        /// While the hub is unavailable, how often that is reported.
+        public var hubReportInterval: Duration = .seconds(60)
+        /// A send still throttled after the client's retries pauses the hub this long (without `Retry-After`).
+        public var throttlePause: Duration = .seconds(1)
+        /// Stop once the source has been idle this long with nothing in flight (demo, tests); nil: never.
+        public var stopWhenIdle: Duration?
+
+        public init() {}
+    }
+
+    /// Identifies a send or a dead-letter write handed to the shell.
+    public typealias JobID = Int
+    /// Identifies one revoke, chosen by the shell, echoed in `completeRevoke`.
+    public typealias RevokeID = Int
+
+    /// What one record needs.
+    public enum Work: Sendable {
+        /// Nothing to send: expired, a duplicate, filtered out.
+        case done
+        /// Invalid input: store it in the dead-letter sink.
+        case deadLetter(DeadLetterRecord)
+        /// These sends, each to be delivered or dead-lettered.
+        case sends([Send])
+    }
+
+    public struct Record: Sendable {
+        public var position: RecordPosition
+        public var work: Work
+
+        public init(position: RecordPosition, work: Work) {
+            self.position = position
+            self.work = work
+        }
+    }
+
+    /// How one send ended.
+    public enum Outcome: Sendable {
+        case delivered
+        /// The item's fault (400, 404, 413, retries exhausted on 5xx): dead-letter it.
+        case failed(DeadLetterRecord)
+        /// The hub's fault (credentials refused, TLS, DNS, no answer): hold the send, pause, probe.
+        case hubUnavailable(reason: String)
+        /// Still throttled after the client's retries: wait and send again, never dead-letter.
+        case throttled(retryAfter: Duration?)
+        /// Cancelled at shutdown: unfinished, read again later.
+        case abandoned
+    }
+
+    /// What the shell must do; it performs actions in order, outside any lock.
+    public enum Action: Sendable {
+        case send(JobID, Send)
+        case writeDeadLetter(JobID, DeadLetterRecord)
+        /// Ask the source for up to `max` records (one fetch at a time).
+        case fetch(max: Int)
+        /// Commit these offsets (the next offset to read per partition); report with `commitFinished`.
+        case commit([TopicPartitionOffset])
+        /// Commit these synchronously, then let the revoked partitions go.
+        case completeRevoke(RevokeID, commit: [TopicPartitionOffset])
+        case reportHubUnavailable(reason: String, since: Duration)
+        case reportHubAvailable(after: Duration)
+        /// Cancel every job still running (their outcomes no longer matter).
+        case cancelInFlight
+        /// Flush the dead-letter sink, commit these offsets, and stop.
+        case finish(commit: [TopicPartitionOffset])
+    }
+
+    /// Where the engine is in its life.
+    public enum Phase: Sendable, Equatable {
+        case running
+        /// Shutdown was asked for: nothing new starts; in-flight jobs get until `deadline`.
+        case draining(deadline: Duration)
+        case finished
+    }
+
+    /// The hub as the engine sees it.
+    public enum HubState: Sendable, Equatable {
+        case available
+        case unavailable(since: Duration, reason: String)
+    }
+}

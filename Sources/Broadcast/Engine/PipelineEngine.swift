@@ -1,0 +1,369 @@
+import DequeModule
+import Kafka
+
+/// The pipeline's decisions, as a value: which sends start, which offsets are committed, when
+/// partitions may leave, when the hub is held and probed, and when the run is over.
+///
+/// Every method takes one event (with the time it happened, measured from any fixed origin) and
+/// returns the actions the shell must perform. No I/O, no clock and no locks inside: the same
+/// engine drives `run`, `demo` and `replay`, and tests drive it event by event.
+///
+/// Invariants: an offset is committed only when every record at or below it is finished
+/// (delivered, dead-lettered or dropped); the finished offsets of revoked partitions are
+/// committed in the revoke, before they go; every wait ends at a deadline.
+public struct PipelineEngine<Send: Sendable>: Sendable {
+    private struct Job: Sendable {
+        enum Kind: Sendable {
+            case send(Send)
+            case deadLetter(DeadLetterRecord)
+        }
+        let id: JobID
+        let position: RecordPosition
+        let kind: Kind
+    }
+
+    private struct Running: Sendable {
+        let job: Job
+        /// The hub is unavailable and this send is the one probing it.
+        var isProbe = false
+        /// Its partition left (or the run finished): its end changes nothing.
+        var orphaned = false
+        var isSend: Bool { if case .send = job.kind { true } else { false } }
+    }
+
+    private struct PendingRevoke: Sendable {
+        let partitions: Set<TopicPartition>
+        let deadline: Duration
+    }
+
+    public let configuration: Configuration
+    public private(set) var phase: Phase = .running
+    public private(set) var hub: HubState = .available
+
+    private var tracker = OffsetTracker()
+    private var owned: Set<TopicPartition> = []
+    /// Jobs per unfinished record; the record is finished when its count reaches zero.
+    private var remaining: [RecordPosition: Int] = [:]
+    /// Records whose dead-letter write failed: never finished, so never committed past, in this process.
+    private var stuck: Set<RecordPosition> = []
+    private var sendQueue: Deque<Job> = []
+    /// Sends that went out and must go again (hub unavailable, throttled): they go first, in order.
+    private var heldQueue: Deque<Job> = []
+    private var deadLetterQueue: Deque<Job> = []
+    private var running: [JobID: Running] = [:]
+    private var revokes: [RevokeID: PendingRevoke] = [:]
+    private var limiter: AIMDLimiter
+    private var nextJobID: JobID = 0
+    private var fetching = false
+    private var committing = false
+    private var nextCommitAt: Duration = .zero
+    /// A throttled hub (Retry-After, or throttled after every retry) takes no sends before this.
+    private var pausedUntil: Duration = .zero
+    private var nextProbeAt: Duration = .zero
+    private var lastHubReportAt: Duration = .zero
+    private var lastActivityAt: Duration?
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        limiter = AIMDLimiter(minimum: configuration.minInFlight, maximum: configuration.maxInFlight)
+    }
+
+    // MARK: What the shell reads (metrics, readiness)
+
+    /// Sends started and not yet ended (dead-letter writes not included).
+    public var sendsInFlight: Int { running.values.count { $0.isSend && !$0.orphaned } }
+    /// Jobs started and not yet ended, of every kind.
+    public var jobsInFlight: Int { running.count }
+    /// Jobs waiting for a slot.
+    public var queued: Int { heldQueue.count + sendQueue.count + deadLetterQueue.count }
+    /// Sends allowed in flight now.
+    public var limit: Int { limiter.limit }
+    public func isOwned(_ partition: TopicPartition) -> Bool { owned.contains(partition) }
+
+    /// True once the source has given this member partitions.
+    public var ownsPartitions: Bool { !owned.isEmpty }
+    /// Offsets that would be committed now.
+    public var committable: [TopicPartitionOffset] { tracker.committable() }
+
+    // MARK: Events
+
+    /// The run begins: ask for records.
+    public mutating func started(now: Duration) -> [Action] {
+        nextCommitAt = now + configuration.commitInterval
+        return settle(now: now)
+    }
+
+    public mutating func assigned(_ partitions: [TopicPartition], now: Duration) -> [Action] {
+        for p in partitions {
+            // A partition that comes back starts afresh from the group's committed offset.
+            tracker.forget(p)
+            owned.insert(p)
+        }
+        lastActivityAt = now
+        return settle(now: now)
+    }
+
+    /// The source takes these partitions away once `completeRevoke(id, …)` is performed.
+    public mutating func revoked(_ partitions: [TopicPartition], id: RevokeID, now: Duration) -> [Action] {
+        let leaving = Set(partitions)
+        owned.subtract(leaving)
+        // Sends not started stay unfinished: the next owner reads them from the committed offset.
+        sendQueue.removeAll { leaving.contains($0.position.partition) }
+        heldQueue.removeAll { leaving.contains($0.position.partition) }
+        if phase == .finished {
+            return [completeRevoke(id, leaving)]
+        }
+        revokes[id] = PendingRevoke(partitions: leaving, deadline: now + configuration.revokeTimeout)
+        return settle(now: now)
+    }
+
+    public mutating func received(_ records: [Record], now: Duration) -> [Action] {
+        fetching = false
+        lastActivityAt = now
+        for record in records {
+            let position = record.position
+            // Not ours (any more), or the run is stopping: leave it unstarted and uncommitted.
+            guard phase == .running, owned.contains(position.partition) else { continue }
+            tracker.started(position.partition, offset: position.offset)
+            switch record.work {
+            case .done:
+                tracker.finished(position.partition, offset: position.offset)
+            case .deadLetter(let deadLetter):
+                remaining[position] = 1
+                deadLetterQueue.append(makeJob(position, .deadLetter(deadLetter)))
+            case .sends(let sends) where sends.isEmpty:
+                tracker.finished(position.partition, offset: position.offset)
+            case .sends(let sends):
+                remaining[position] = sends.count
+                for send in sends { sendQueue.append(makeJob(position, .send(send))) }
+            }
+        }
+        return settle(now: now)
+    }
+
+    /// A fetch found nothing within its wait.
+    public mutating func fetchTimedOut(now: Duration) -> [Action] {
+        fetching = false
+        if let idle = configuration.stopWhenIdle, phase == .running, !owned.isEmpty, running.isEmpty, queued == 0,
+           now - (lastActivityAt ?? now) >= idle {
+            return shutdownRequested(now: now)
+        }
+        return settle(now: now)
+    }
+
+    /// The source will give nothing more (a file read to its end, a consumer stopped).
+    public mutating func sourceFinished(now: Duration) -> [Action] {
+        fetching = false
+        return phase == .running ? shutdownRequested(now: now) : settle(now: now)
+    }
+
+    public mutating func sendFinished(_ id: JobID, _ outcome: Outcome, now: Duration) -> [Action] {
+        guard let run = running.removeValue(forKey: id) else { return settle(now: now) }
+        var actions: [Action] = []
+        switch outcome {
+        case .delivered:
+            limiter.succeeded()
+            if case .unavailable(let since, _) = hub {
+                hub = .available
+                actions.append(.reportHubAvailable(after: now - since))
+            }
+            jobEnded(run)
+        case .failed(let deadLetter):
+            guard !run.orphaned else { break }
+            // The send's slot passes to its dead-letter write; the record stays unfinished until stored.
+            deadLetterQueue.append(Job(id: run.job.id, position: run.job.position, kind: .deadLetter(deadLetter)))
+        case .hubUnavailable(let reason):
+            switch hub {
+            case .available:
+                hub = .unavailable(since: now, reason: reason)
+                lastHubReportAt = now
+                actions.append(.reportHubUnavailable(reason: reason, since: now))
+            case .unavailable:
+                break
+            }
+            nextProbeAt = now + configuration.probeInterval
+            hold(run)
+        case .throttled(let retryAfter):
+            limiter.throttled(atSeconds: now.inSeconds)
+            pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.throttlePause))
+            hold(run)
+        case .abandoned:
+            break
+        }
+        return actions + settle(now: now)
+    }
+
+    /// A dead-letter write ended; `stored` false means the sink refused it after its retries.
+    public mutating func deadLetterWritten(_ id: JobID, stored: Bool, now: Duration) -> [Action] {
+        if let run = running.removeValue(forKey: id) {
+            if !stored && !run.orphaned { stuck.insert(run.job.position) }
+            jobEnded(run)
+        }
+        return settle(now: now)
+    }
+
+    /// One attempt was throttled (heard while the client still retries): lower the limit early.
+    public mutating func attemptThrottled(now: Duration) {
+        limiter.throttled(atSeconds: now.inSeconds)
+    }
+
+    public mutating func commitFinished(_ offsets: [TopicPartitionOffset], succeeded: Bool) {
+        committing = false
+        if succeeded { tracker.committed(offsets) }
+    }
+
+    /// Time passed: deadlines, commits, probes and throttling pauses are checked.
+    public mutating func tick(now: Duration) -> [Action] {
+        if case .draining(let deadline) = phase, now >= deadline {
+            return finish()
+        }
+        var actions: [Action] = []
+        if now >= nextCommitAt, !committing, phase == .running {
+            nextCommitAt = now + configuration.commitInterval
+            let offsets = tracker.committable()
+            if !offsets.isEmpty {
+                committing = true
+                actions.append(.commit(offsets))
+            }
+        }
+        if case .unavailable(let since, let reason) = hub, now - lastHubReportAt >= configuration.hubReportInterval {
+            lastHubReportAt = now
+            actions.append(.reportHubUnavailable(reason: reason, since: since))
+        }
+        for (id, revoke) in revokes.sorted(by: { $0.key < $1.key }) where now >= revoke.deadline {
+            revokes[id] = nil
+            actions.append(completeRevoke(id, revoke.partitions))
+        }
+        return actions + settle(now: now)
+    }
+
+    /// SIGTERM or SIGINT: the first drains, a second finishes at once.
+    public mutating func shutdownRequested(now: Duration) -> [Action] {
+        switch phase {
+        case .running:
+            phase = .draining(deadline: now + configuration.drainTimeout)
+            // Not started: stays uncommitted and is read again after the restart.
+            sendQueue.removeAll()
+            heldQueue.removeAll()
+            return settle(now: now)
+        case .draining:
+            return finish()
+        case .finished:
+            return []
+        }
+    }
+
+    /// The task was cancelled: finish at once with what is finished.
+    public mutating func cancelled() -> [Action] {
+        phase == .finished ? [] : finish()
+    }
+
+    // MARK: Internals
+
+    private mutating func makeJob(_ position: RecordPosition, _ kind: Job.Kind) -> Job {
+        nextJobID += 1
+        return Job(id: nextJobID, position: position, kind: kind)
+    }
+
+    /// A send that must go again, before any new one, unless its partition left or the run is
+    /// stopping. A failed probe keeps its place at the head: it is the oldest.
+    private mutating func hold(_ run: Running) {
+        guard !run.orphaned, phase == .running, owned.contains(run.job.position.partition) else { return }
+        if run.isProbe {
+            heldQueue.prepend(run.job)
+        } else {
+            heldQueue.append(run.job)
+        }
+    }
+
+    private mutating func jobEnded(_ run: Running) {
+        guard !run.orphaned, let left = remaining[run.job.position] else { return }
+        let position = run.job.position
+        if left > 1 {
+            remaining[position] = left - 1
+            return
+        }
+        remaining[position] = nil
+        if stuck.contains(position) { return }
+        tracker.finished(position.partition, offset: position.offset)
+    }
+
+    private mutating func completeRevoke(_ id: RevokeID, _ partitions: Set<TopicPartition>) -> Action {
+        let offsets = tracker.committable(in: partitions)
+        for p in partitions where !owned.contains(p) { forget(p) }
+        return .completeRevoke(id, commit: offsets)
+    }
+
+    /// The partition's jobs no longer count: their ends change nothing.
+    private mutating func forget(_ partition: TopicPartition) {
+        tracker.forget(partition)
+        deadLetterQueue.removeAll { $0.position.partition == partition }
+        for (id, run) in running where run.job.position.partition == partition { running[id]?.orphaned = true }
+        remaining = remaining.filter { $0.key.partition != partition }
+        stuck = stuck.filter { $0.partition != partition }
+    }
+
+    private mutating func finish() -> [Action] {
+        phase = .finished
+        sendQueue.removeAll()
+        heldQueue.removeAll()
+        deadLetterQueue.removeAll()
+        var actions: [Action] = []
+        for (id, revoke) in revokes.sorted(by: { $0.key < $1.key }) {
+            actions.append(completeRevoke(id, revoke.partitions))
+        }
+        revokes.removeAll()
+        if !running.isEmpty {
+            for id in running.keys { running[id]?.orphaned = true }
+            actions.append(.cancelInFlight)
+        }
+        actions.append(.finish(commit: tracker.committable()))
+        return actions
+    }
+
+    /// Starts what may start, completes revokes and drains that are done, asks for more records.
+    private mutating func settle(now: Duration) -> [Action] {
+        guard phase != .finished else { return [] }
+        var actions: [Action] = []
+        startJobs(now: now, into: &actions)
+        for (id, revoke) in revokes.sorted(by: { $0.key < $1.key }) where !isBusy(revoke.partitions) {
+            revokes[id] = nil
+            actions.append(completeRevoke(id, revoke.partitions))
+        }
+        if case .draining = phase, running.isEmpty, deadLetterQueue.isEmpty {
+            return actions + finish()
+        }
+        if phase == .running, !fetching, queued < configuration.maxQueued {
+            fetching = true
+            actions.append(.fetch(max: configuration.batchSize))
+        }
+        return actions
+    }
+
+    private mutating func startJobs(now: Duration, into actions: inout [Action]) {
+        // Dead-letter writes do not touch the hub: they go whatever its state.
+        while running.count < limiter.limit, let job = deadLetterQueue.popFirst() {
+            running[job.id] = Running(job: job)
+            guard case .deadLetter(let record) = job.kind else { continue }
+            actions.append(.writeDeadLetter(job.id, record))
+        }
+        guard phase == .running, now >= pausedUntil else { return }
+        var probe = false
+        if case .unavailable = hub {
+            // One send at a time probes an unavailable hub.
+            guard now >= nextProbeAt, !running.values.contains(where: \.isProbe) else { return }
+            probe = true
+        }
+        while running.count < limiter.limit, let job = heldQueue.popFirst() ?? sendQueue.popFirst() {
+            running[job.id] = Running(job: job, isProbe: probe)
+            if case .send(let send) = job.kind { actions.append(.send(job.id, send)) }
+            if probe { return }
+        }
+    }
+
+    /// True while a revoked partition still has work running or dead letters to write.
+    private func isBusy(_ partitions: Set<TopicPartition>) -> Bool {
+        running.values.contains { !$0.orphaned && partitions.contains($0.job.position.partition) }
+            || deadLetterQueue.contains { partitions.contains($0.position.partition) }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Logging
+import NotificationHubs
+import Synchronization
+
+/// Delivers news sends through the Notification Hubs client (which builds the request, adds the
+/// cached SAS token and retries) and decides whose fault a failure is. Every send is counted here.
+public final class HubSender: Sender {
+    public let client: NotificationHubClient
+    let delivered: DeliveredSends
+    let metrics: PipelineMetrics
+    let logger: Logger
+    let clock: @Sendable () -> Double
+    private let throttleListener = ThrottleListener()
+
+    /// Creates the client too, so that its throttled attempts reach the pipeline's limiter.
+    public init(configuration: NotificationHubConfiguration, transport: CurlTransport, delivered: DeliveredSends,
+                metrics: PipelineMetrics, logger: Logger, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        let listener = throttleListener
+        client = NotificationHubClient(configuration: configuration, transport: transport, logger: logger, attemptFailed: { reason in
+            if reason == .throttled || reason == .serverError { listener.fire() }
+        })
+        self.delivered = delivered
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public func onThrottledAttempt(_ listener: @escaping @Sendable () -> Void) {
+        throttleListener.set(listener)
+    }
+
+    public func refreshMetrics() {
+        metrics.sasTokensMinted.set(client.tokens.mintCount)
+    }
+
+    public func deliver(_ send: NewsSend) async -> PipelineEngine<NewsSend>.Outcome {
+        do {
+            let result = try await client.sendTemplate(properties: send.planned.properties, tagExpression: send.planned.tagExpression)
+            delivered.delivered(send.deliveryKey)
+            metrics.sent.increment()
+            metrics.retried.increment(by: result.attempts - 1)
+            metrics.throttled.increment(by: result.throttledAttempts)
+            metrics.sendLatency.recordNanoseconds(result.latency.components.seconds * 1_000_000_000 + result.latency.components.attoseconds / 1_000_000_000)
+            if let produced = send.source.timestampMs {
+                metrics.recordEndToEnd(category: send.category, milliseconds: max(0, Int64(clock() * 1000) - produced))
+            }
+            return .delivered
+        } catch {
+            metrics.retried.increment(by: max(0, error.attempts - 1))
+            metrics.throttled.increment(by: error.throttledAttempts)
+            return classify(error, of: send)
+        }
+    }
+
+    /// Whose fault: the hub's (hold, pause, probe), throttling (wait), or the item's (dead-letter).
+    func classify(_ error: SendFailure, of send: NewsSend) -> PipelineEngine<NewsSend>.Outcome {
+        switch error.reason {
+        case .cancelled, .shutDown:
+            return .abandoned
+        case .throttled:
+            return .throttled(retryAfter: nil)
+        case .unauthorized, .forbidden, .tls, .transport, .timeout:
+            return .hubUnavailable(reason: "\(error.reason) (HTTP \(error.status.map(String.init) ?? "-")): \(error.message)")
+        default:
+            metrics.failed.increment()
+            logger.error("Send failed", metadata: ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
+                                                    "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
+                                                    "attempts": "\(error.attempts)", "error": "\(error.message)"])
+            return .failed(DeadLetterRecord(
+                reason: error.reason.name, error: error.message, status: error.status, attempts: error.attempts,
+                message: send.source.value, itemID: send.itemID, category: send.category, audience: send.planned.tagExpression,
+                source: send.source, firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt))
+        }
+    }
+}
+
+/// Who hears the client's throttled attempts; installed once the pipeline exists.
+final class ThrottleListener: Sendable {
+    private let listener = Mutex<(@Sendable () -> Void)?>(nil)
+
+    func set(_ listener: @escaping @Sendable () -> Void) { self.listener.withLock { $0 = listener } }
+
+    func fire() { listener.withLock { $0 }?() }
+}

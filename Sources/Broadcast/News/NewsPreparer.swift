@@ -1,0 +1,65 @@
+import Foundation
+import Kafka
+import Logging
+import News
+import NotificationHubs
+
+/// `run`'s preparation of one Kafka record: decode, validate against the topic's category, drop
+/// expired items and sends already delivered, plan the sends. Nothing here blocks.
+public struct NewsPreparer: RecordPreparer {
+    let categories: Categories
+    let decoder: NewsItemDecoder
+    let delivered: DeliveredSends
+    let metrics: PipelineMetrics
+    let logger: Logger
+    let clock: @Sendable () -> Double
+
+    public init(categories: Categories, maxMessageBytes: Int, delivered: DeliveredSends, metrics: PipelineMetrics, logger: Logger,
+                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        self.categories = categories
+        decoder = NewsItemDecoder(maxMessageBytes: maxMessageBytes)
+        self.delivered = delivered
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+    }
+
+    public mutating func prepare(_ message: KafkaMessage) -> PipelineEngine<NewsSend>.Work {
+        metrics.consumed.increment()
+        let topicCategory = categories.category(forTopic: message.topic)
+        let item: NewsItem
+        do {
+            item = try decoder.decode(message.value, topicCategory: topicCategory)
+        } catch {
+            return invalid(message, error.description, itemID: nil, category: topicCategory)
+        }
+        guard let category = topicCategory ?? item.category else {
+            return invalid(message, "topic \(message.topic) maps to no category", itemID: item.id, category: nil)
+        }
+        if item.isExpired(atEpochSeconds: clock()) {
+            metrics.expired.increment()
+            return .done
+        }
+        let planned: [PlannedSend]
+        do {
+            planned = try SendPlanner.plan(item, category: category)
+        } catch {
+            return invalid(message, error.description, itemID: item.id, category: category)
+        }
+        let sends = planned.map { NewsSend(planned: $0, itemID: item.id, category: category, source: message) }
+        let fresh = sends.filter { !delivered.contains($0.deliveryKey) }
+        if fresh.isEmpty {
+            metrics.duplicates.increment()
+            return .done
+        }
+        return .sends(fresh)
+    }
+
+    private func invalid(_ message: KafkaMessage, _ error: String, itemID: String?, category: String?) -> PipelineEngine<NewsSend>.Work {
+        metrics.invalid.increment()
+        logger.warning("Invalid news item", metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)",
+                                                        "offset": "\(message.offset)", "error": "\(error)"])
+        return .deadLetter(DeadLetterRecord(reason: FailureReason.invalid.name, error: error, message: message.value, itemID: itemID,
+                                            category: category, source: message))
+    }
+}

@@ -1,0 +1,59 @@
+import Kafka
+import Logging
+import NotificationHubs
+
+/// The news pipeline as `run` and `demo` both wire it: one concurrency policy, one dead-letter
+/// path, one sender. The CLI only parses settings and passes them here.
+public enum PipelineService {
+    public typealias NewsPipeline = Pipeline<NewsPreparer, HubSender, ContinuousClock>
+
+    /// The consumer's settings for the pipeline: a few batches buffered (librdkafka's own queue
+    /// is the deep buffer).
+    public static func consumerConfiguration(kafka: KafkaConfiguration, groupID: String, configuration: PipelineConfiguration) -> KafkaConsumerConfiguration {
+        var consumer = KafkaConsumerConfiguration(kafka: kafka, groupID: groupID, topics: configuration.categories.topics)
+        consumer.bufferCapacity = max(configuration.batchSize * 4, 2000)
+        return consumer
+    }
+
+    /// The hub sender with one connection per send in flight (fewer would queue inside libcurl),
+    /// within half of the usual 1,024 open files; over HTTP/2 the sends share a few connections.
+    public static func sender(hub: NotificationHubConfiguration, transport: TransportConfiguration, configuration: PipelineConfiguration,
+                              metrics: PipelineMetrics, logger: Logger) -> HubSender {
+        var transport = transport
+        transport.maxConnectionsPerHost = min(configuration.concurrency, 512)
+        return HubSender(configuration: hub, transport: CurlTransport(configuration: transport, logger: logger),
+                         delivered: DeliveredSends(capacity: configuration.dedupeWindow), metrics: metrics, logger: logger)
+    }
+
+    public static func pipeline(source: any RecordSource, sender: HubSender, deadLetters: any DeadLetterSink,
+                                configuration: PipelineConfiguration, metrics: PipelineMetrics, logger: Logger) -> NewsPipeline {
+        let preparer = NewsPreparer(categories: configuration.categories, maxMessageBytes: configuration.maxMessageBytes,
+                                    delivered: sender.delivered, metrics: metrics, logger: logger)
+        return Pipeline(source: source, preparer: preparer, sender: sender, deadLetters: deadLetters,
+                        configuration: shell(configuration), metrics: metrics, logger: logger, clock: ContinuousClock())
+    }
+
+    static func shell(_ c: PipelineConfiguration) -> NewsPipeline.Configuration {
+        var shell = NewsPipeline.Configuration()
+        shell.engine.maxInFlight = c.concurrency
+        shell.engine.minInFlight = min(c.minConcurrency, c.concurrency)
+        shell.engine.batchSize = c.batchSize
+        shell.engine.maxQueued = max(c.batchSize * 2, c.concurrency * 2)
+        shell.engine.commitInterval = c.commitInterval
+        shell.engine.drainTimeout = c.drainTimeout
+        shell.engine.revokeTimeout = min(c.revokeTimeout, c.drainTimeout)
+        shell.engine.probeInterval = c.outageRetryInterval
+        shell.engine.stopWhenIdle = c.stopWhenIdle
+        return shell
+    }
+}
+
+extension KafkaConsumer: RecordSource {
+    public func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
+        switch await messages.nextBatch(max: max, timeout: timeout) {
+        case .batch(let messages): .records(messages)
+        case .timedOut: .timedOut
+        case .finished: .finished
+        }
+    }
+}

@@ -1,0 +1,14 @@
+extension Duration {
+    /// Whole milliseconds, sub-second part included (`components.seconds * 1000` would turn 500 ms into 0).
+    public var inMilliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Seconds as a floating-point number.
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
+    /// Milliseconds as librdkafka's `int` timeouts take them, clamped to what fits.
+    var timeoutMs: Int32 { Int32(clamping: inMilliseconds) }
+}

@@ -1,0 +1,53 @@
+/// Who may touch a librdkafka handle: calls enter while it is open, it closes once, and it is
+/// destroyed exactly once, after the last call in progress has left. After close every call throws
+/// instead of touching a destroyed handle.
+struct HandleLifecycle: Sendable, Equatable {
+    enum State: Sendable, Equatable {
+        case open(users: Int)
+        /// No new call enters; `destroy` waits for the ones in progress.
+        case closing(users: Int)
+        case destroyed
+    }
+
+    private(set) var state: State = .open(users: 0)
+
+    /// A call wants the handle: true if it may use it (then it must `leave`).
+    mutating func enter() -> Bool {
+        guard case .open(let users) = state else { return false }
+        state = .open(users: users + 1)
+        return true
+    }
+
+    mutating func leave() {
+        switch state {
+        case .open(let users): state = .open(users: max(0, users - 1))
+        case .closing(let users): state = .closing(users: max(0, users - 1))
+        case .destroyed: break
+        }
+    }
+
+    /// What `destroy` should do now.
+    enum CloseAction: Equatable {
+        case destroyNow
+        case waitForUsers
+        /// Already destroyed (or being destroyed by another caller).
+        case nothing
+    }
+
+    /// Closes to new calls; `destroyNow` exactly once, when no call is in progress.
+    mutating func close() -> CloseAction {
+        switch state {
+        case .open(let users), .closing(let users):
+            if users == 0 {
+                state = .destroyed
+                return .destroyNow
+            }
+            state = .closing(users: users)
+            return .waitForUsers
+        case .destroyed:
+            return .nothing
+        }
+    }
+
+    var isOpen: Bool { if case .open = state { true } else { false } }
+}

@@ -1,0 +1,240 @@
+import Broadcast
+import Kafka
+import Testing
+
+/// The engine driven event by event with a test clock: no tasks, no sleeps, no I/O.
+@Suite struct PipelineEngineTests {
+    func engine(_ tweak: (inout Engine.Configuration) -> Void = { _ in }) -> Engine {
+        var c = Engine.Configuration()
+        c.maxInFlight = 8
+        c.minInFlight = 2
+        c.drainTimeout = .seconds(5)
+        c.revokeTimeout = .seconds(3)
+        tweak(&c)
+        return Engine(configuration: c)
+    }
+
+    @Test func outOfOrderCompletionsCommitOnlyTheContiguousPrefix() {
+        var e = engine()
+        var done = Performed(e.started(now: .zero))
+        #expect(done.fetches == 1)
+        done.add(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<4).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        #expect(done.sends.map(\.send) == ["s0", "s1", "s2", "s3"])
+        for s in ["s1", "s3"] { done.add(e.sendFinished(done.id(of: s)!, .delivered, now: .zero)) }
+        #expect(e.committable.isEmpty, "offset 0 is still in flight")
+        done.add(e.sendFinished(done.id(of: "s0")!, .delivered, now: .zero))
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 2)], "2 is still in flight, so 3 waits")
+        done.add(e.tick(now: .seconds(1)))
+        #expect(done.commits.last == [TopicPartitionOffset(p0, offset: 2)])
+        e.commitFinished([TopicPartitionOffset(p0, offset: 2)], succeeded: true)
+        done.add(e.sendFinished(done.id(of: "s2")!, .delivered, now: .seconds(1)))
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 4)])
+    }
+
+    @Test func anItemWithSeveralSendsFinishesWithItsLastSend() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received([record(p0, 7, sends: ["a", "b", "c"])], now: .zero))
+        done.add(e.sendFinished(done.id(of: "a")!, .delivered, now: .zero))
+        done.add(e.sendFinished(done.id(of: "c")!, .delivered, now: .zero))
+        #expect(e.committable.isEmpty)
+        done.add(e.sendFinished(done.id(of: "b")!, .delivered, now: .zero))
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 8)])
+    }
+
+    @Test func aRevokeMidFlightCommitsEveryFinishedOffsetOfTheLeavingPartitionsBeforeItCompletes() {
+        var e = engine()
+        var done = Performed(e.assigned([p0, p1], now: .zero))
+        done.add(e.received([record(p0, 0, sends: ["a0"]), record(p0, 1, sends: ["a1"]), record(p0, 2, sends: ["a2"]),
+                             record(p1, 0, sends: ["b0"])], now: .zero))
+        done.add(e.sendFinished(done.id(of: "a0")!, .delivered, now: .zero))
+        // The revoke waits for a1, still running; a2 is started too (8 slots), so it waits for that as well.
+        done.add(e.revoked([p0], id: 1, now: .zero))
+        #expect(done.revokes.isEmpty)
+        done.add(e.sendFinished(done.id(of: "a1")!, .delivered, now: .seconds(1)))
+        #expect(done.revokes.isEmpty)
+        done.add(e.sendFinished(done.id(of: "a2")!, .delivered, now: .seconds(1)))
+        #expect(done.revokes.count == 1)
+        #expect(done.revokes[0].id == 1)
+        #expect(done.revokes[0].commit == [TopicPartitionOffset(p0, offset: 3)])
+        // The partition that stays is untouched; the one that left takes no more records.
+        done.add(e.received([record(p0, 3, sends: ["late"])], now: .seconds(1)))
+        #expect(done.id(of: "late") == nil)
+        done.add(e.sendFinished(done.id(of: "b0")!, .delivered, now: .seconds(1)))
+        #expect(e.committable == [TopicPartitionOffset(p1, offset: 1)])
+    }
+
+    @Test func queuedSendsOfALeavingPartitionNeverStartAndTheRevokeIsBoundedByItsTimeout() {
+        var e = engine { $0.maxInFlight = 2; $0.minInFlight = 1 }
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<5).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        #expect(done.sends.count == 2)
+        done.add(e.sendFinished(done.id(of: "s0")!, .delivered, now: .zero))
+        #expect(done.sends.count == 3, "s2 takes the freed slot")
+        done.add(e.revoked([p0], id: 9, now: .seconds(10)))
+        // s1 and s2 hang (a hub that never answers): the revoke completes at its deadline with what finished.
+        done.add(e.tick(now: .seconds(12)))
+        #expect(done.revokes.isEmpty)
+        done.add(e.tick(now: .seconds(13)))
+        #expect(done.revokes.map(\.id) == [9])
+        #expect(done.revokes[0].commit == [TopicPartitionOffset(p0, offset: 1)])
+        #expect(done.sends.count == 3, "s3 and s4 were never started")
+        // The late ends of the orphaned sends change nothing, even after the partition comes back.
+        done.add(e.assigned([p0], now: .seconds(14)))
+        done.add(e.received([record(p0, 1, sends: ["again1"])], now: .seconds(14)))
+        done.add(e.sendFinished(done.id(of: "s1")!, .delivered, now: .seconds(14)))
+        #expect(e.committable.isEmpty, "offset 1 of the new assignment is still in flight")
+        done.add(e.sendFinished(done.id(of: "again1")!, .delivered, now: .seconds(14)))
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 2)])
+    }
+
+    @Test func shutdownInATotalHubOutageFinishesAtTheDrainDeadline() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        done.add(e.sendFinished(done.id(of: "s0")!, .delivered, now: .zero))
+        // The hub stops answering; the sends in flight hang in the client's retries.
+        done.add(e.shutdownRequested(now: .seconds(1)))
+        #expect(done.finished == nil)
+        done.add(e.tick(now: seconds(5.9)))
+        #expect(done.finished == nil)
+        done.add(e.tick(now: .seconds(6)))
+        #expect(done.cancelled)
+        #expect(done.finished == [TopicPartitionOffset(p0, offset: 1)])
+        #expect(e.phase == .finished)
+        #expect(done.sends.count == 9, "nothing new starts while draining")
+    }
+
+    @Test func aSecondSignalFinishesAtOnceWithTheFinishedWorkCommitted() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received([record(p0, 0, sends: ["a"]), record(p0, 1, sends: ["b"])], now: .zero))
+        done.add(e.sendFinished(done.id(of: "a")!, .delivered, now: .zero))
+        done.add(e.shutdownRequested(now: .seconds(1)))
+        #expect(done.finished == nil)
+        done.add(e.shutdownRequested(now: seconds(1.1)))
+        #expect(done.cancelled)
+        #expect(done.finished == [TopicPartitionOffset(p0, offset: 1)])
+    }
+
+    @Test func aDrainWithNothingInFlightFinishesAtOnce() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received([record(p0, 0, sends: ["a"])], now: .zero))
+        done.add(e.sendFinished(done.id(of: "a")!, .delivered, now: .zero))
+        done.add(e.shutdownRequested(now: .seconds(1)))
+        #expect(!done.cancelled)
+        #expect(done.finished == [TopicPartitionOffset(p0, offset: 1)])
+    }
+
+    @Test func aCredentialsStormPausesProbesOneAtATimeAndDeadLettersNothing() {
+        var e = engine { $0.probeInterval = .seconds(2) }
+        var done = Performed(e.started(now: .zero))
+        done.add(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<30).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        let firstWave = done.sends.map(\.id)
+        #expect(firstWave.count == 8)
+        for id in firstWave { done.add(e.sendFinished(id, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(1))) }
+        #expect(e.hub == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"))
+        #expect(done.hubUnavailable == 1, "reported once, not once per send")
+        #expect(done.deadLetters.isEmpty)
+        #expect(done.sends.count == 8, "nothing starts until the probe is due")
+        done.add(e.tick(now: .seconds(3)))
+        #expect(done.sends.count == 9, "one probe")
+        let probe = done.sends.last!
+        #expect(probe.send == "s0", "the held sends go first, in order")
+        done.add(e.tick(now: .seconds(10)))
+        #expect(done.sends.count == 9, "never a second probe while one runs")
+        done.add(e.sendFinished(probe.id, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(10)))
+        done.add(e.tick(now: .seconds(12)))
+        let second = done.sends.last!
+        #expect(done.sends.count == 10)
+        // The credentials are fixed: the probe succeeds and the pool fills again.
+        done.add(e.sendFinished(second.id, .delivered, now: .seconds(12)))
+        #expect(e.hub == .available)
+        #expect(done.hubAvailable == 1)
+        #expect(e.sendsInFlight == 8)
+        #expect(done.deadLetters.isEmpty)
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 1)])
+    }
+
+    @Test func aThrottlingStormWaitsAndDeadLettersNothing() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<8).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        for (id, _) in done.sends { done.add(e.sendFinished(id, .throttled(retryAfter: .seconds(5)), now: .seconds(1))) }
+        #expect(done.deadLetters.isEmpty)
+        #expect(done.sends.count == 8, "Retry-After pauses the whole hub")
+        done.add(e.tick(now: seconds(5.9)))
+        #expect(done.sends.count == 8)
+        done.add(e.tick(now: .seconds(6)))
+        #expect(done.sends.count > 8)
+        #expect(e.limit < 8, "throttling lowered the limit")
+        for (id, _) in done.sends.dropFirst(8) { done.add(e.sendFinished(id, .delivered, now: .seconds(6))) }
+        #expect(done.deadLetters.isEmpty)
+    }
+
+    @Test func aFailedDeadLetterWriteNeverCommitsPastTheItem() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received([record(p0, 0, sends: ["a"]), Engine.Record(position: RecordPosition(p0, offset: 1), work: .deadLetter(deadLetter(p0, 1))),
+                             record(p0, 2, sends: ["c"])], now: .zero))
+        #expect(done.deadLetters.count == 1)
+        done.add(e.sendFinished(done.id(of: "a")!, .delivered, now: .zero))
+        done.add(e.sendFinished(done.id(of: "c")!, .failed(deadLetter(p0, 2)), now: .zero))
+        #expect(done.deadLetters.count == 2, "the failed send is dead-lettered, not dropped")
+        done.add(e.deadLetterWritten(done.deadLetters[0].id, stored: false, now: .zero))
+        done.add(e.deadLetterWritten(done.deadLetters[1].id, stored: true, now: .zero))
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 1)], "offset 1 could not be stored: nothing past it is committed")
+        done.add(e.shutdownRequested(now: .seconds(1)))
+        #expect(done.finished == [TopicPartitionOffset(p0, offset: 1)])
+    }
+
+    @Test func backpressureStopsFetchingWhenTheQueueIsFull() {
+        var e = engine { $0.maxQueued = 10; $0.batchSize = 10 }
+        var done = Performed(e.started(now: .zero))
+        done.add(e.assigned([p0], now: .zero))
+        #expect(done.fetches == 1)
+        done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        #expect(e.queued == 12)
+        #expect(done.fetches == 1, "no fetch while 12 wait for 8 slots")
+        for (id, _) in done.sends.prefix(4) { done.add(e.sendFinished(id, .delivered, now: .zero)) }
+        #expect(e.queued == 8)
+        #expect(done.fetches == 2)
+    }
+
+    @Test func anIdleSourceStopsTheRunWhenAskedTo() {
+        var e = engine { $0.stopWhenIdle = .seconds(2) }
+        var done = Performed(e.started(now: .zero))
+        done.add(e.fetchTimedOut(now: .seconds(5)))
+        #expect(done.finished == nil, "no partitions yet: joining the group takes time")
+        done.add(e.assigned([p0], now: .seconds(5)))
+        done.add(e.received([record(p0, 0, sends: ["a"])], now: .seconds(5)))
+        done.add(e.fetchTimedOut(now: .seconds(8)))
+        #expect(done.finished == nil, "a send is in flight")
+        done.add(e.sendFinished(done.id(of: "a")!, .delivered, now: .seconds(8)))
+        done.add(e.fetchTimedOut(now: .seconds(8)))
+        #expect(done.finished == [TopicPartitionOffset(p0, offset: 1)])
+    }
+
+    @Test func aRevokeAfterTheRunCompletesAtOnce() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.shutdownRequested(now: .zero))
+        #expect(done.finished == [])
+        done.add(e.revoked([p0], id: 4, now: .seconds(1)))
+        #expect(done.revokes.map(\.id) == [4])
+    }
+
+    @Test func pendingRevokesAreCompletedWhenTheRunFinishes() {
+        var e = engine()
+        var done = Performed(e.assigned([p0, p1], now: .zero))
+        done.add(e.received([record(p0, 0, sends: ["a"]), record(p1, 0, sends: ["b"])], now: .zero))
+        done.add(e.revoked([p0], id: 2, now: .zero))
+        done.add(e.sendFinished(done.id(of: "b")!, .delivered, now: .zero))
+        done.add(e.cancelled())
+        #expect(done.revokes.map(\.id) == [2])
+        #expect(done.finished == [TopicPartitionOffset(p1, offset: 1)], "the revoke commits its own partitions; the finish the rest")
+    }
+}

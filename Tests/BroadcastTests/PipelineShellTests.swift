@@ -1,0 +1,125 @@
+import Broadcast
+import Kafka
+import Logging
+import Testing
+
+/// The real pipeline shell and engine, through in-memory seams and a manual clock. Each test runs
+/// 20 times: it waits for events, never for time, so it must pass every time.
+@Suite struct PipelineShellTests {
+    struct Harness {
+        let source = ScriptedSource()
+        let sender: ScriptedSender
+        let deadLetters = MemoryDeadLetters()
+        let clock = ManualClock()
+        let pipeline: Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>
+
+        init(sender: ScriptedSender = ScriptedSender(), drain: Duration = .seconds(5)) {
+            self.sender = sender
+            var configuration = Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>.Configuration()
+            configuration.engine.maxInFlight = 8
+            configuration.engine.minInFlight = 2
+            configuration.engine.drainTimeout = drain
+            configuration.engine.revokeTimeout = .seconds(3)
+            var logger = Logger(label: "test")
+            logger.logLevel = .critical
+            pipeline = Pipeline(source: source, preparer: OneSendPerRecord(), sender: sender, deadLetters: deadLetters,
+                                configuration: configuration, metrics: PipelineMetrics(categories: []), logger: logger, clock: clock)
+        }
+
+        func start() -> Task<Void, any Error> {
+            let pipeline = self.pipeline
+            return Task { try await pipeline.run() }
+        }
+    }
+
+    @Test(arguments: 0..<20) func aRevokeMidFlightCommitsTheFinishedWorkBeforeThePartitionsGo(run: Int) async throws {
+        let h = Harness()
+        let running = h.start()
+        h.source.assign([p0, p1])
+        h.source.push((0..<3).map { message(p0, $0) } + [message(p1, 0)])
+        await h.sender.waitForStarted(4)
+        h.sender.answer("0/0", .delivered)
+        h.sender.answer("0/2", .delivered)
+        // "0/1" is still in flight: the revoke waits for it.
+        async let revoked = h.source.revoke([p0])
+        h.sender.answer("0/1", .delivered)
+        #expect(await revoked == [TopicPartitionOffset(p0, offset: 3)])
+        h.pipeline.requestShutdown()
+        h.pipeline.requestShutdown()
+        try await running.value
+        #expect(h.source.committed[p0] == 3)
+        #expect(h.source.committed[p1] == nil, "p1's only send never finished")
+    }
+
+    @Test(arguments: 0..<20) func sigtermInATotalHubOutageExitsAtTheDrainDeadline(run: Int) async throws {
+        // The hub answers nothing: every send hangs in the client until it is cancelled.
+        let h = Harness(sender: ScriptedSender { $0 == "0/0" ? .delivered : nil })
+        let running = h.start()
+        h.source.assign([p0])
+        h.source.push((0..<50).map { message(p0, $0) })
+        await h.sender.waitForStarted(9)
+        h.pipeline.requestShutdown()
+        await h.clock.waitForSleepers()
+        h.clock.advance(by: .seconds(4))
+        #expect(h.sender.waiting.count == 8, "sends still hang before the deadline")
+        await h.clock.waitForSleepers()
+        h.clock.advance(by: .seconds(2))
+        try await running.value
+        #expect(h.sender.waiting.isEmpty, "abandoned sends were cancelled")
+        #expect(h.source.committed[p0] == 1)
+        #expect(h.deadLetters.records.isEmpty)
+    }
+
+    @Test(arguments: 0..<20) func aSecondShutdownRequestFinishesAtOnce(run: Int) async throws {
+        let h = Harness(sender: ScriptedSender { $0 == "0/0" ? .delivered : nil }, drain: .seconds(3600))
+        let running = h.start()
+        h.source.assign([p0])
+        h.source.push((0..<5).map { message(p0, $0) })
+        await h.sender.waitForStarted(5)
+        h.pipeline.requestShutdown()
+        h.pipeline.requestShutdown()
+        try await running.value
+        #expect(h.source.committed[p0] == 1)
+    }
+
+    @Test(arguments: 0..<20) func aCredentialsStormDeadLettersNothingAndResumesWhenAProbeSucceeds(run: Int) async throws {
+        let h = Harness()
+        let running = h.start()
+        h.source.assign([p0])
+        h.source.push((0..<20).map { message(p0, $0) })
+        await h.sender.waitForStarted(8)
+        for send in h.sender.started { h.sender.answer(send, .hubUnavailable(reason: "unauthorized (HTTP 401)")) }
+        // Nothing starts until the probe is due (2 s after the last failure), then exactly one send.
+        #expect(h.sender.started.count == 8)
+        while h.sender.started.count < 9 {
+            await h.clock.waitForSleepers()
+            h.clock.advance(by: .milliseconds(500))
+        }
+        // The probe is one of the held sends; it succeeds, and the pool fills again at once.
+        let probe = try #require(h.sender.started.last)
+        #expect(h.sender.started.dropLast().contains(probe), "a held send probes, not a new one")
+        h.sender.answer(probe, .delivered)
+        await h.sender.waitForStarted(17)
+        #expect(h.deadLetters.records.isEmpty)
+        h.pipeline.requestShutdown()
+        h.pipeline.requestShutdown()
+        try await running.value
+    }
+
+    @Test(arguments: 0..<20) func aRefusedDeadLetterNeverCommitsPastTheItem(run: Int) async throws {
+        let h = Harness(sender: ScriptedSender { $0 == "0/1" ? .failed(deadLetter(p0, 1)) : .delivered })
+        h.deadLetters.refuseAll()
+        let running = h.start()
+        h.source.assign([p0])
+        h.source.push((0..<3).map { message(p0, $0) })
+        await h.sender.waitForStarted(3)
+        // The sink's retries back off on the clock: let them run out.
+        for _ in 0..<5 {
+            await h.clock.waitForSleepers(2)
+            h.clock.advance(by: .seconds(5))
+        }
+        h.pipeline.requestShutdown()
+        try await running.value
+        #expect(h.source.committed[p0] == 1, "offset 1 was never stored, so nothing past it is committed")
+    }
+}
