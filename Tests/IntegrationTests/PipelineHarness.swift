@@ -82,17 +82,16 @@ final class PipelineHarness: Sendable {
     /// `hubcast run` started in the background, with its stdout and stderr captured.
     struct Background: Sendable {
         let process: Process
-        let stdout: Pipe
-        let stderr: Pipe
+        let stdout: LineWatcher
+        let stderr: LineWatcher
 
         /// Waits for the exit; returns the status and what the process printed.
         func finish() async -> HubcastBinary.Result {
-            async let out = readToEnd(stdout.fileHandleForReading)
-            async let err = readToEnd(stderr.fileHandleForReading)
+            async let out = stdout.all()
+            async let err = stderr.all()
             let (o, e) = await (out, err)
             process.waitUntilExit()
-            return HubcastBinary.Result(status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                                        stderr: String(decoding: e, as: UTF8.self))
+            return HubcastBinary.Result(status: process.terminationStatus, stdout: o, stderr: e)
         }
     }
 
@@ -105,7 +104,7 @@ final class PipelineHarness: Sendable {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        return Background(process: process, stdout: out, stderr: err)
+        return Background(process: process, stdout: LineWatcher(out.fileHandleForReading), stderr: LineWatcher(err.fileHandleForReading))
     }
 
     /// Waits until the emulator has recorded at least `count` deliveries (or a minute passed).
