@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "Replay",
             dependencies: [
-                "Broadcast", "Kafka", "News", "Newsroom", "NotificationHubs",
+                "Broadcast", "Kafka", "News", "NotificationHubs",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -237,4 +237,20 @@ import Testing
         #expect(done.revokes.map(\.id) == [2])
         #expect(done.finished == [TopicPartitionOffset(p1, offset: 1)], "the revoke commits its own partitions; the finish the rest")
     }
+
+    @Test func anExhaustedSourceFinishesOnlyOnceEverythingTakenIsDone() {
+        var e = engine { $0.maxInFlight = 2; $0.minInFlight = 1 }
+        var done = Performed(e.started(now: .zero))
+        done.add(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<4).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        done.add(e.sourceFinished(now: .zero))
+        let fetches = done.fetches
+        #expect(done.finished == nil)
+        for round in 0..<2 {
+            for (id, _) in done.sends.suffix(2) { done.add(e.sendFinished(id, .delivered, now: .seconds(round))) }
+        }
+        #expect(done.sends.count == 4, "the queued sends still went out")
+        #expect(done.fetches == fetches, "nothing more is asked of a finished source")
+        #expect(done.finished == [TopicPartitionOffset(p0, offset: 4)])
+    }
 }

@@ -55,6 +55,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     private var limiter: AIMDLimiter
     private var nextJobID: JobID = 0
     private var fetching = false
+    /// The source said nothing more will come: finish once everything taken is done.
+    private var exhausted = false
     private var committing = false
     private var nextCommitAt: Duration = .zero
     /// A throttled hub (Retry-After, or throttled after every retry) takes no sends before this.
@@ -151,10 +153,12 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         return settle(now: now)
     }
 
-    /// The source will give nothing more (a file read to its end, a consumer stopped).
+    /// The source will give nothing more (a file read to its end, a consumer stopped): what was
+    /// taken still goes out, then the run finishes.
     public mutating func sourceFinished(now: Duration) -> [Action] {
         fetching = false
-        return phase == .running ? shutdownRequested(now: now) : settle(now: now)
+        exhausted = true
+        return settle(now: now)
     }
 
     public mutating func sendFinished(_ id: JobID, _ outcome: Outcome, now: Duration) -> [Action] {
@@ -333,7 +337,10 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         if case .draining = phase, running.isEmpty, deadLetterQueue.isEmpty {
             return actions + finish()
         }
-        if phase == .running, !fetching, queued < configuration.maxQueued {
+        if exhausted, phase == .running, running.isEmpty, queued == 0 {
+            return actions + finish()
+        }
+        if phase == .running, !fetching, !exhausted, queued < configuration.maxQueued {
             fetching = true
             actions.append(.fetch(max: configuration.batchSize))
         }

@@ -55,23 +55,20 @@ public final class HubSender: Sender {
 
     /// Whose fault: the hub's (hold, pause, probe), throttling (wait), or the item's (dead-letter).
     func classify(_ error: SendFailure, of send: NewsSend) -> PipelineEngine<NewsSend>.Outcome {
-        switch error.reason {
-        case .cancelled, .shutDown:
-            return .abandoned
-        case .throttled:
-            return .throttled(retryAfter: nil)
-        case .unauthorized, .forbidden, .tls, .transport, .timeout:
-            return .hubUnavailable(reason: "\(error.reason) (HTTP \(error.status.map(String.init) ?? "-")): \(error.message)")
-        default:
-            metrics.failed.increment()
-            logger.error("Send failed", metadata: ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
-                                                    "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
-                                                    "attempts": "\(error.attempts)", "error": "\(error.message)"])
-            return .failed(DeadLetterRecord(
-                reason: error.reason.name, error: error.message, status: error.status, attempts: error.attempts,
-                message: send.source.value, itemID: send.itemID, category: send.category, audience: send.planned.tagExpression,
-                source: send.source, firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt))
+        switch error.owner {
+        case .nobody: return .abandoned
+        case .throttling: return .throttled(retryAfter: nil)
+        case .hub: return .hubUnavailable(reason: error.summary)
+        case .item: break
         }
+        metrics.failed.increment()
+        logger.error("Send failed", metadata: ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
+                                                "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
+                                                "attempts": "\(error.attempts)", "error": "\(error.message)"])
+        return .failed(DeadLetterRecord(
+            reason: error.reason.name, error: error.message, status: error.status, attempts: error.attempts,
+            message: send.source.value, itemID: send.itemID, category: send.category, audience: send.planned.tagExpression,
+            source: send.source, firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt))
     }
 }
 

@@ -62,3 +62,30 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
     public static let cancelled = FailureReason("cancelled")
     public static let shutDown = FailureReason("shut-down")
 }
+
+/// Whose fault a failed send is: that decides whether it is dead-lettered, held or retried later.
+public enum FailureOwner: Sendable, Equatable {
+    /// Not a failure: the send was cancelled (shutdown) and will be made again after a restart.
+    case nobody
+    /// The hub's quota: wait and send again; never a reason to dead-letter.
+    case throttling
+    /// The hub or the way to it (credentials refused, a 403 that is not a quota, TLS, DNS, no
+    /// answer): not the item's fault; hold the send until the hub is back.
+    case hub
+    /// The item (400, 404, 410, 413, an invalid expression, 5xx after every retry): dead-letter it.
+    case item
+}
+
+extension SendFailure {
+    public var owner: FailureOwner {
+        switch reason {
+        case .cancelled, .shutDown: .nobody
+        case .throttled: .throttling
+        case .unauthorized, .forbidden, .tls, .transport, .timeout: .hub
+        default: .item
+        }
+    }
+
+    /// One line that says what the hub did, for logs and reports (no secrets: the message never carries one).
+    public var summary: String { "\(reason) (HTTP \(status.map(String.init) ?? "-")): \(message)" }
+}

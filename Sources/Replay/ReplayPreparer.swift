@@ -1,0 +1,89 @@
+import Broadcast
+import Foundation
+import Kafka
+import News
+import NotificationHubs
+
+/// One dead-letter record → the sends to make again: parse, filter, re-validate, skip expired
+/// items, plan, and drop (item, audience) pairs this replay already has. Runs on the engine's loop.
+struct ReplayPreparer: RecordPreparer {
+    let configuration: Replayer.Configuration
+    let tally: ReplayTally
+    let metrics: PipelineMetrics
+    let report: @Sendable (String) -> Void
+    /// (item id, audience) pairs already planned by this replay.
+    private var seen: Set<String> = []
+
+    init(configuration: Replayer.Configuration, tally: ReplayTally, metrics: PipelineMetrics, report: @escaping @Sendable (String) -> Void) {
+        self.configuration = configuration
+        self.tally = tally
+        self.metrics = metrics
+        self.report = report
+    }
+
+    mutating func prepare(_ message: KafkaMessage) -> PipelineEngine<ReplaySend>.Work {
+        guard !message.value.isEmpty else { return .done }
+        tally.count { $0.read += 1 }
+        metrics.consumed.increment()
+        let record: ReplayRecord
+        do {
+            record = try ReplayRecord(json: message.value)
+        } catch {
+            tally.count { $0.corrupt += 1 }
+            report("replay: \(position(of: message)): corrupt dead-letter record (\(error)), skipped")
+            return .done
+        }
+        guard configuration.filter.accepts(record) else {
+            tally.count { $0.filtered += 1 }
+            return .done
+        }
+        let topicCategory = configuration.categories.category(forTopic: record.sourceTopic)
+        guard let item = try? NewsItemDecoder().decode(record.message, topicCategory: topicCategory),
+              let category = record.category ?? topicCategory ?? item.category else {
+            tally.count { $0.stillInvalid += 1 }
+            metrics.invalid.increment()
+            return .done
+        }
+        if !configuration.includeExpired && item.isExpired(atEpochSeconds: Date().timeIntervalSince1970) {
+            tally.count { $0.expired += 1 }
+            metrics.expired.increment()
+            return .done
+        }
+        let planned: [PlannedSend]
+        if let audience = record.audience {
+            planned = [PlannedSend(tagExpression: audience, properties: TemplateProperties.build(for: item, category: category))]
+        } else if let all = try? SendPlanner.plan(item, category: category) {
+            planned = all
+        } else {
+            tally.count { $0.stillInvalid += 1 }
+            return .done
+        }
+        // The same (item, audience) goes out once per replay however often it was dead-lettered.
+        let fresh = planned.filter { seen.insert(item.id + "\u{0}" + $0.tagExpression).inserted }
+        if fresh.count < planned.count {
+            tally.count { $0.duplicates += planned.count - fresh.count }
+            metrics.duplicates.increment(by: planned.count - fresh.count)
+        }
+        if configuration.dryRun {
+            tally.count { c in
+                c.wouldSendByCategory[category, default: 0] += fresh.count
+                c.wouldSendByReason[record.reason, default: 0] += fresh.count
+            }
+            for send in fresh { tally.example("\(record.itemID ?? "-") [\(record.reason)] → \(send.tagExpression): \(item.headline)") }
+            return .done
+        }
+        return .sends(fresh.map { ReplaySend(send: $0, record: record, item: item, category: category) })
+    }
+
+    private func position(of message: KafkaMessage) -> String {
+        message.topic == FileRecordSource.partition.topic ? "line \(message.offset)" : "\(message.topic)[\(message.partition)]@\(message.offset)"
+    }
+}
+
+/// One send a replay makes, with the record it came from.
+struct ReplaySend: Sendable {
+    let send: PlannedSend
+    let record: ReplayRecord
+    let item: NewsItem
+    let category: String
+}

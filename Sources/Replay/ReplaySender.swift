@@ -1,0 +1,57 @@
+import Broadcast
+import Foundation
+import Kafka
+import Logging
+import NotificationHubs
+import Synchronization
+
+/// Re-sends through the same client and retry path as `run`, at most `--rate` per second; what
+/// fails again becomes a new dead-letter record with the attempts added up.
+final class ReplaySender: Sender {
+    let client: NotificationHubClient?
+    let tally: ReplayTally
+    let metrics: PipelineMetrics
+    let logger: Logger
+    private let limiter: Mutex<RateLimiter?>
+
+    init(client: NotificationHubClient?, rate: Double?, tally: ReplayTally, metrics: PipelineMetrics, logger: Logger) {
+        self.client = client
+        self.tally = tally
+        self.metrics = metrics
+        self.logger = logger
+        limiter = Mutex(rate.map { RateLimiter(rate: $0, now: Date().timeIntervalSince1970) })
+    }
+
+    func onThrottledAttempt(_ listener: @escaping @Sendable () -> Void) {}
+    func refreshMetrics() {}
+
+    func deliver(_ work: ReplaySend) async -> PipelineEngine<ReplaySend>.Outcome {
+        // A dry run plans no sends, so a replay without a client never gets here.
+        guard let client else { return .abandoned }
+        let wait = limiter.withLock { $0?.reserve(now: Date().timeIntervalSince1970) ?? 0 }
+        if wait > 0 {
+            do { try await Task.sleep(for: .milliseconds(Int64(wait * 1000))) } catch { return .abandoned }
+        }
+        do {
+            _ = try await client.sendTemplate(properties: work.send.properties, tagExpression: work.send.tagExpression)
+            tally.count { $0.sent += 1 }
+            metrics.sent.increment()
+            return .delivered
+        } catch {
+            switch error.owner {
+            case .nobody: return .abandoned
+            case .throttling: return .throttled(retryAfter: nil)
+            case .hub: return .hubUnavailable(reason: error.summary)
+            case .item: break
+            }
+            tally.count { $0.failed += 1 }
+            metrics.failed.increment()
+            let source = KafkaMessage(topic: work.record.sourceTopic, partition: work.record.sourcePartition,
+                                      offset: work.record.sourceOffset, value: work.record.message)
+            return .failed(DeadLetterRecord(reason: error.reason.name, error: error.message, status: error.status,
+                                            attempts: error.attempts + work.record.attempts, message: work.record.message,
+                                            itemID: work.item.id, category: work.category, audience: work.send.tagExpression, source: source,
+                                            firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt))
+        }
+    }
+}
