@@ -1,7 +1,10 @@
 extension Duration {
     /// Whole milliseconds, sub-second part included (`components.seconds * 1000` would turn 500 ms into 0).
+    /// Saturates instead of trapping for durations beyond ±292 million years.
     public var inMilliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+        let (ms, overflow) = components.seconds.multipliedReportingOverflow(by: 1000)
+        if overflow { return components.seconds < 0 ? .min : .max }
+        return ms.addingReportingOverflow(components.attoseconds / 1_000_000_000_000_000).partialValue
     }
 
     /// Seconds as a floating-point number.

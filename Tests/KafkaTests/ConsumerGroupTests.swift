@@ -13,6 +13,19 @@ import TestSupport
         broker = try DevBrokerProcess(partitions: 3)
     }
 
+    @Test func aClosedConsumerThrowsInsteadOfTouchingItsHandle() async throws {
+        try await KafkaTestKit.produce(10, topic: topic, bootstrap: broker.bootstrap)
+        let config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "closed", topics: [topic])
+        let consumer = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+        let taken = try await KafkaTestKit.withRunning(consumer) { messages in await KafkaTestKit.take(10, from: messages) }
+        #expect(taken.count == 10)
+        // run() has returned: the group was left and the handle destroyed.
+        await #expect(throws: KafkaError.shutDown) { try await consumer.commit(KafkaTestKit.nextOffsets(taken)) }
+        await #expect(throws: KafkaError.shutDown) { _ = try await consumer.committed([TopicPartition(topic: topic, partition: 0)]) }
+        await #expect(throws: KafkaError.shutDown) { try await consumer.checkReachable(timeout: .seconds(1)) }
+        #expect(consumer.lag == 0)
+    }
+
     @Test func restartResumesExactlyAfterTheCommittedOffsets() async throws {
         try await KafkaTestKit.produce(1000, topic: topic, bootstrap: broker.bootstrap)
         let config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "resume", topics: [topic])

@@ -1,0 +1,38 @@
+@testable import Kafka
+import Testing
+
+@Suite struct HandleLifecycleTests {
+    @Test func aHandleIsDestroyedExactlyOnceAfterItsLastUserLeaves() {
+        var h = HandleLifecycle()
+        let entered = [h.enter(), h.enter()]
+        #expect(entered == [true, true])
+        let first = h.close()
+        #expect(first == .waitForUsers)
+        let late = h.enter()
+        #expect(!late, "no new call once closing")
+        h.leave()
+        let second = h.close()
+        #expect(second == .waitForUsers)
+        h.leave()
+        let third = h.close()
+        #expect(third == .destroyNow)
+        let again = h.close()
+        #expect(again == .nothing, "never twice")
+        let afterDestroy = h.enter()
+        #expect(!afterDestroy)
+    }
+
+    @Test func anIdleHandleIsDestroyedAtOnce() {
+        var h = HandleLifecycle()
+        let action = h.close()
+        #expect(action == .destroyNow)
+        #expect(!h.isOpen)
+    }
+
+    @Test func durationsKeepTheirMilliseconds() {
+        #expect(Duration.milliseconds(500).inMilliseconds == 500)
+        #expect(Duration.milliseconds(500).timeoutMs == 500)
+        #expect(Duration.seconds(3).inMilliseconds == 3000)
+        #expect(Duration.seconds(Int64.max / 2).timeoutMs == Int32.max)
+    }
+}
