@@ -29,6 +29,26 @@ import TestSupport
         #expect(result.stderr.contains("The hub is unavailable"))
     }
 
+    @Test func aSecondSigtermFinishesAtOnceWhileTheDrainWouldWaitAnHour() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await h.faults(#"{"latencyMs":20}"#)
+        try await h.produce(0..<2000)
+        let run = try h.startRun(["--concurrency", "8", "--drain-timeout", "3600", "--request-timeout", "120"])
+        try await h.waitForDeliveries(100)
+        // The hub hangs: sends in flight never end by themselves.
+        kill(h.emulator.process.processIdentifier, SIGSTOP)
+        defer { kill(h.emulator.process.processIdentifier, SIGCONT) }
+        run.process.terminate()
+        #expect(await run.stderr.line { $0.contains("Signal received: draining") } != nil)
+        let signalled = ContinuousClock.now
+        run.process.terminate()
+        let result = await run.finish()
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(ContinuousClock.now - signalled < .seconds(10))
+        #expect(result.stderr.contains("Second signal: finishing now"))
+        #expect(try PipelineHarness.metricsLines(result.stdout).last?["final"] as? Bool == true)
+    }
+
     @Test func refusedCredentialsHoldTheSendsAndDeadLetterNothing() async throws {
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":10}"#)

@@ -18,8 +18,11 @@ struct RunCommand: AsyncParsableCommand {
             Consumes the category topics in a consumer group, validates each item (invalid ones go to the \
             dead-letter sink, expired ones are counted and skipped), turns it into one or more template sends \
             and runs them through a bounded, adaptive worker pool. Offsets are committed only below items that \
-            are completely done (at-least-once). Metrics: one JSON object per --metrics-interval on stdout and a \
-            final one at exit; logs on stderr. SIGTERM/SIGINT: stop consuming, drain, commit, exit 0.
+            are completely done (at-least-once). When the hub itself fails (credentials refused, TLS, no answer) \
+            sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it. Metrics: one \
+            JSON object per --metrics-interval on stdout and a final one at exit; logs on stderr. SIGTERM/SIGINT: stop \
+            consuming, drain for at most --drain-timeout, commit, exit 0; a second signal finishes at once (finished \
+            work still committed).
             """
     )
 

@@ -20,7 +20,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 500).", valueName: "n"))
     var batchSize: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Wait for a fuller batch after its first message, in ms (env HUBCAST_BATCH_LINGER_MS; default 5).", valueName: "ms"))
+    @Option(name: .long, help: ArgumentHelp("Ignored, kept so existing settings still parse: a batch is taken as soon as a message arrives and the next is asked for while the pool has room (env HUBCAST_BATCH_LINGER_MS).", valueName: "ms"))
     var batchLingerMs: Int?
 
     @Option(name: .long, help: ArgumentHelp("How often finished offsets are committed, in ms (env HUBCAST_COMMIT_INTERVAL_MS; default 1000).", valueName: "ms"))
