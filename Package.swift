@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HubEmulatorTests", dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "BroadcastTests", dependencies: [
-            "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry",
+            "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),
             .product(name: "Logging", package: "swift-log"),
         ]),

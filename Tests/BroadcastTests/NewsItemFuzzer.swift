@@ -1,3 +1,4 @@
+import TestSupport
 import News
 
 /// Kafka message values for the planner fuzz test, each with what the generator meant it to be.

@@ -1,3 +1,4 @@
+import TestSupport
 import Broadcast
 import News
 import NotificationHubs

@@ -1,3 +1,4 @@
+import TestSupport
 /// Tag-expression text for the fuzz test: valid grammar, token soup, deep nesting, long tags and
 /// OR lists, odd Unicode and control characters, and the degenerate cases.
 enum ExpressionFuzzer {

@@ -1,3 +1,4 @@
+import TestSupport
 import News
 @testable import NotificationHubs
 import Testing
