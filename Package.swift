@@ -88,7 +88,15 @@ let package = Package(
             name: "Telemetry",
             dependencies: [
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
+        // The metrics over HTTP for Prometheus: the only HTTP server the pipeline's process runs.
+        .target(
+            name: "MetricsEndpoint",
+            dependencies: [
+                "Telemetry",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -124,7 +132,7 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Demo", "Replay",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "MetricsEndpoint", "Demo", "Replay",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

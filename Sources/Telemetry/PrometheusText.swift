@@ -1,3 +1,4 @@
+import Foundation
 /// Renders a snapshot in Prometheus' text exposition format: counters, gauges, and timers as
 /// summaries in seconds (p50, p99, count).
 public enum PrometheusText {

@@ -1,6 +1,5 @@
 import Foundation
 import Kafka
-import Synchronization
 
 /// Where undeliverable sends go. A write returns only once the record is safely stored.
 public protocol DeadLetterSink: Sendable {
@@ -27,10 +26,12 @@ public struct KafkaDeadLetterSink: DeadLetterSink {
     public func flush() async throws {}
 }
 
-/// An append-only JSON-lines file, created with mode 0600; `flush` fsyncs it.
+/// An append-only JSON-lines file, created with mode 0600; `flush` fsyncs it. The write(2) and
+/// fsync(2) calls run on a queue of the sink's own, never on Swift's cooperative threads.
 public final class FileDeadLetterSink: DeadLetterSink {
     private let fd: Int32
-    private let lock = Mutex(())
+    // Serial: lines from concurrent senders never interleave.
+    private let queue = DispatchQueue(label: "hubcast.dead-letter-file")
     public let path: String
 
     public init(path: String) throws {
@@ -44,12 +45,29 @@ public final class FileDeadLetterSink: DeadLetterSink {
 
     public func write(_ record: DeadLetterRecord) async throws {
         let line = record.json + [0x0A]
-        // One write(2) per record under a lock: lines from concurrent senders never interleave.
-        let written = lock.withLock { _ in line.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) } }
-        guard written == line.count else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        try await onQueue { fd in
+            let written = line.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            guard written == line.count else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        }
     }
 
     public func flush() async throws {
-        guard fsync(fd) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        try await onQueue { fd in
+            guard fsync(fd) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        }
+    }
+
+    private func onQueue(_ body: @escaping @Sendable (Int32) throws -> Void) async throws {
+        let fd = self.fd
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            queue.async {
+                do {
+                    try body(fd)
+                    continuation.resume()
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
     }
 }

@@ -7,6 +7,7 @@ import Metrics
 import NotificationHubs
 import ServiceLifecycle
 import Synchronization
+import MetricsEndpoint
 import Telemetry
 
 /// `hubcast run`: the pipeline.

@@ -1,3 +1,4 @@
+import Telemetry
 import Hummingbird
 import Logging
 import ServiceLifecycle
