@@ -56,7 +56,7 @@ let package = Package(
         .target(
             name: "NotificationHubs",
             dependencies: [
-                "CCurl", "COpenSSL", "News",
+                "CCurl", "COpenSSL",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -119,7 +119,7 @@ let package = Package(
             ]
         ),
         // The news item: schema, decoding, validation, category ↔ topic mapping.
-        .target(name: "News"),
+        .target(name: "News", dependencies: ["NotificationHubs"]),
         // Publishing news items to their category topics (`hubcast produce`).
         .target(
             name: "Newsroom",

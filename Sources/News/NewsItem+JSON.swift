@@ -1,3 +1,4 @@
+import NotificationHubs
 extension NewsItem {
     /// The item as the JSON the schema describes (what `hubcast produce` publishes from flags).
     public var json: [UInt8] {

@@ -1,3 +1,4 @@
+import NotificationHubs
 /// Decodes and validates a news item exactly as schemas/news-item.schema.json specifies.
 public struct NewsItemDecoder: Sendable {
     /// Largest message accepted, in bytes (the Kafka message value).

@@ -1,3 +1,4 @@
+import NotificationHubs
 /// An RFC 3339 date-time, kept as written and as seconds since the epoch.
 public struct Timestamp: Sendable, Equatable {
     public let text: String
@@ -47,20 +48,9 @@ public struct Timestamp: Sendable, Equatable {
             return nil
         }
         guard i == b.count else { return nil }
-        let days = Self.daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate.days(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         self.text = text
         self.epochSeconds = Double(seconds) + fraction
-    }
-
-    // Howard Hinnant's days_from_civil: days since 1970-01-01 in the proleptic Gregorian calendar.
-    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = (month + 9) % 12
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
     }
 }

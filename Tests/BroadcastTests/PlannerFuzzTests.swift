@@ -17,7 +17,7 @@ import Testing
         var valid = 0, decoded = 0, planned = 0, sends = 0, refusedByDecoder = 0, refusedByPlanner = 0
         for i in 0..<Self.itemsPerShard {
             // CPU-bound on the cooperative pool: let the suite's other tests (in-process servers) run.
-            if i % 200 == 0 { await Task.yield() }
+            if i % 20 == 0 { await Task.yield() }
             let (bytes, intent) = NewsItemFuzzer.make(&rng)
             if intent == .valid { valid += 1 }
             let item: NewsItem

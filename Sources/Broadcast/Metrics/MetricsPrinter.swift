@@ -1,3 +1,4 @@
+import NotificationHubs
 import Foundation
 import Kafka
 import News

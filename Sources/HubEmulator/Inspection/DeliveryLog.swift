@@ -1,3 +1,4 @@
+import NotificationHubs
 import News
 import Synchronization
 

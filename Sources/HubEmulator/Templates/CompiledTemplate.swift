@@ -1,3 +1,4 @@
+import NotificationHubs
 import News
 
 /// A JSON template body compiled once at registration, rendered per send.

@@ -1,4 +1,3 @@
-import News
 
 /// Who receives one news item: one or more tag expressions, each within NH's limits.
 ///
@@ -7,17 +6,6 @@ import News
 public struct Audience: Sendable, Equatable {
     /// The expressions to send to, one request each.
     public let expressions: [String]
-
-    /// The category tag, or the item's `tagExpression`, or its `users` as `username:<name>` tags.
-    public init(for item: NewsItem, category: String) throws(TagExpression.Invalid) {
-        if let users = item.users {
-            self.init(orOf: users.map { "username:" + $0 })
-        } else if let expression = item.tagExpression {
-            try self.init(expression: expression)
-        } else {
-            self.init(orOf: [category])
-        }
-    }
 
     /// Validates `text`; a pure OR list longer than NH allows is split, anything else over the limit is refused.
     public init(expression text: String) throws(TagExpression.Invalid) {

@@ -1,4 +1,3 @@
-import News
 
 /// A Notification Hubs tag expression: tags joined by `&&`, `||`, `!` and parentheses.
 ///

@@ -1,4 +1,3 @@
-import News
 
 /// Recursive descent over NH's grammar; precedence `!` > `&&` > `||`.
 ///

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import News
 
 /// Sends notifications to one hub and manages its registrations and installations.
 ///

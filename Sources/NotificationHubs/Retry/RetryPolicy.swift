@@ -1,4 +1,3 @@
-import News
 
 /// Exponential backoff with full jitter, honouring `Retry-After`.
 public struct RetryPolicy: Sendable, Equatable {
@@ -45,7 +44,7 @@ public enum RetryAfter {
               let year = Int(parts[3]) else { return nil }
         let time = parts[4].split(separator: ":").compactMap { Int($0) }
         guard time.count == 3, (1...31).contains(day), time[0] < 24, time[1] < 60, time[2] < 61 else { return nil }
-        let days = Timestamp.daysFromCivil(year: year, month: month + 1, day: day)
+        let days = CivilDate.days(year: year, month: month + 1, day: day)
         return Double(days * 86_400 + time[0] * 3600 + time[1] * 60 + time[2])
     }
 }
