@@ -1,5 +1,5 @@
 # hubcast: the two quick-start targets are `make demo` and `make test`; both run `setup` first.
-.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro clean
+.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro faults clean
 
 setup:
 	@bash deploy/setup.sh
@@ -40,6 +40,12 @@ bench-micro:
 
 bench-emulator: bench-tools
 	HUBCAST_BIN=$$(swift build -c release --show-bin-path)/hubcast bash benchmarks/emulator.sh
+
+# Fault injection on loopback (benchmarks/faults.py): nine scenarios, a table, results/faults.json; exits 1
+# if an item is lost or a hard expectation fails. Its own release build in .build-faults (or HUBCAST_BIN).
+faults: setup
+	@if [ -z "$$HUBCAST_BIN" ]; then swift build -c release --product hubcast --scratch-path .build-faults; fi
+	python3 benchmarks/faults.py
 
 clean:
 	rm -rf .build

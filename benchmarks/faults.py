@@ -1,0 +1,772 @@
+#!/usr/bin/env python3
+"""hubcast under faults, on loopback: `make faults` runs it; prints a table, writes benchmarks/results/faults.json.
+
+Each scenario gets a fresh dev broker (6 partitions per topic) and a fresh `hubcast emulator` (600 simulated
+devices), produces its items, runs a release `hubcast run` (with `--dlq file:PATH`, metrics every second),
+breaks something, and ends with a recovery run when the scenario stopped the first one. Then it counts:
+
+  produced      items written to the topics (valid + hostile)
+  delivered     distinct valid items the emulator accepted a send for (GET /_emulator/deliveries; the id is
+                carried in the headline and read back from the rendered payload)
+  duplicates    items the emulator accepted more than one send for
+  dead-lettered records in the --dlq files (one JSON line each)
+  lost          valid items with neither an accepted send nor a dead-letter record after the final run
+  exit          exit code(s) of every hubcast run, in order (negative: killed by that signal)
+  time          wall time of the scenario
+
+A scenario is PASS when every expectation listed for it holds, MISS otherwise; the script exits 1 if any
+scenario lost an item or missed a hard expectation (exit code, crash, hostile item swallowed).
+Usage: benchmarks/faults.py [--only 1,3,9] [--keep] [--output PATH]
+  HUBCAST_BIN picks the binary (default .build-faults/release/hubcast); HUBCAST_BUILT_FROM says what it was
+  built from, for faults.json (default: `git describe --dirty` of this tree when HUBCAST_BIN is not set).
+  HUBCAST_* settings in the environment reach every `hubcast run` (e.g. HUBCAST_REQUEST_TIMEOUT=5).
+"""
+import argparse, calendar, collections, ctypes, json, os, random, re, shutil, signal, socket, subprocess, sys, tempfile, threading, time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CATEGORIES = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
+HUB = "faults"
+PARTITIONS = 6
+CONCURRENCY = 64
+ID_IN_PAYLOAD = re.compile(r"Fault item ([A-Za-z0-9_.-]+)")
+PROCS = []  # every subprocess started, killed at exit whatever happens
+
+
+def log(text):
+    print(text, file=sys.stderr, flush=True)
+
+
+def spawn(argv, **kwargs):
+    proc = subprocess.Popen(argv, **kwargs)
+    PROCS.append(proc)
+    return proc
+
+
+def kill_all():
+    for proc in PROCS:
+        if proc.poll() is None:
+            try:
+                proc.send_signal(signal.SIGCONT)  # a stopped process still dies of SIGKILL, but be tidy
+                proc.kill()
+                proc.wait(timeout=10)
+            except Exception:
+                pass
+
+
+def topic(category):
+    return "news." + category.lower()
+
+
+def item(scenario, n, **extra):
+    category = CATEGORIES[n % len(CATEGORIES)]
+    ident = f"s{scenario}-{n}"
+    return {"id": ident, "headline": f"Fault item {ident} breaking news", "category": category, **extra}
+
+
+# --- librdkafka through ctypes: committed offsets of a group, without joining it -------------------------
+
+class TopicPartition(ctypes.Structure):
+    _fields_ = [("topic", ctypes.c_char_p), ("partition", ctypes.c_int32), ("offset", ctypes.c_int64),
+                ("metadata", ctypes.c_void_p), ("metadata_size", ctypes.c_size_t), ("opaque", ctypes.c_void_p),
+                ("err", ctypes.c_int), ("_private", ctypes.c_void_p)]
+
+
+class TopicPartitionList(ctypes.Structure):
+    _fields_ = [("cnt", ctypes.c_int), ("size", ctypes.c_int), ("elems", ctypes.POINTER(TopicPartition))]
+
+
+def rdkafka():
+    lib = ctypes.CDLL("librdkafka.so.1")
+    lib.rd_kafka_conf_new.restype = ctypes.c_void_p
+    lib.rd_kafka_conf_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.rd_kafka_new.restype = ctypes.c_void_p
+    lib.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.rd_kafka_topic_partition_list_new.restype = ctypes.POINTER(TopicPartitionList)
+    lib.rd_kafka_topic_partition_list_add.restype = ctypes.c_void_p
+    lib.rd_kafka_topic_partition_list_add.argtypes = [ctypes.POINTER(TopicPartitionList), ctypes.c_char_p, ctypes.c_int32]
+    lib.rd_kafka_committed.argtypes = [ctypes.c_void_p, ctypes.POINTER(TopicPartitionList), ctypes.c_int]
+    lib.rd_kafka_topic_partition_list_destroy.argtypes = [ctypes.POINTER(TopicPartitionList)]
+    lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def committed_offsets(bootstrap, group):
+    """{(topic, partition): committed offset} of `group` (0 where nothing is committed), or None on error."""
+    lib = rdkafka()
+    conf = lib.rd_kafka_conf_new()
+    err = ctypes.create_string_buffer(512)
+    for key, value in [("bootstrap.servers", bootstrap), ("group.id", group), ("log_level", "3")]:
+        lib.rd_kafka_conf_set(conf, key.encode(), value.encode(), err, 512)
+    rk = lib.rd_kafka_new(1, conf, err, 512)
+    if not rk:
+        return None
+    parts = lib.rd_kafka_topic_partition_list_new(len(CATEGORIES) * PARTITIONS)
+    for c in CATEGORIES:
+        for p in range(PARTITIONS):
+            lib.rd_kafka_topic_partition_list_add(parts, topic(c).encode(), p)
+    try:
+        if lib.rd_kafka_committed(rk, parts, 10000) != 0:
+            return None
+        out = {}
+        for i in range(parts.contents.cnt):
+            e = parts.contents.elems[i]
+            out[(e.topic.decode(), e.partition)] = max(e.offset, 0)
+        return out
+    finally:
+        lib.rd_kafka_topic_partition_list_destroy(parts)
+        lib.rd_kafka_destroy(rk)
+
+
+# --- the pieces: broker, emulator, hubcast run ------------------------------------------------------------
+
+class Broker:
+    def __init__(self, binary):
+        self.binary = binary
+        self.proc = spawn([binary, "dev-broker", "--partitions", str(PARTITIONS), "--log-level", "warning"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.bootstrap = self.proc.stdout.readline().strip()
+        if not self.bootstrap:
+            raise RuntimeError("dev broker did not start")
+
+    def produce(self, items, work, name):
+        path = os.path.join(work, f"{name}.jsonl")
+        with open(path, "w") as f:
+            for it in items:
+                f.write(json.dumps(it) + "\n")
+        out = subprocess.run([self.binary, "produce", "--brokers", self.bootstrap, "--file", path, "--log-level", "warning"],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"hubcast produce exited {out.returncode}: {out.stdout.strip()} {out.stderr.strip()[-500:]}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+class Emulator:
+    def __init__(self, binary, work, latency_ms=0, devices=600):
+        self.out_path, self.err_path = os.path.join(work, "emulator.out"), os.path.join(work, "emulator.err")
+        argv = [binary, "emulator", "--hub", HUB, "--devices", str(devices), "--sample-payloads", "1",
+                "--keep-deliveries", "1000000", "--log-level", "warning"]
+        if latency_ms:
+            argv += ["--fault", json.dumps({"latencyMs": latency_ms})]
+        self.proc = spawn(argv, stdout=open(self.out_path, "w"), stderr=open(self.err_path, "w"))
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            text = open(self.out_path).read()
+            if text.count("\n") >= 1:
+                self.connection = text.splitlines()[0].strip()
+                self.port = int(re.search(r"sb://127\.0\.0\.1:(\d+)/", self.connection).group(1))
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError("emulator did not start: " + open(self.err_path).read()[-500:])
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read()
+            return json.loads(text) if text else None
+
+    def fault(self, fault):
+        return self.call("POST", "/_emulator/faults", fault)
+
+    def clear_faults(self):
+        self.call("DELETE", "/_emulator/faults")
+
+    def stats(self):
+        return self.call("GET", "/_emulator/stats")
+
+    def accepted(self):
+        """Counter: item id → sends the emulator accepted for it."""
+        counts = collections.Counter()
+        for d in self.call("GET", "/_emulator/deliveries")["deliveries"]:
+            for payload in d["payloads"]:
+                m = ID_IN_PAYLOAD.search(payload)
+                if m:
+                    counts[m.group(1)] += 1
+        return counts
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def cont(self):
+        self.proc.send_signal(signal.SIGCONT)
+
+
+class Run:
+    """One `hubcast run`: metrics lines from stdout are kept with the wall-clock time they arrived."""
+
+    def __init__(self, binary, broker, emulator, work, name, dlq, extra=(), group="faults"):
+        self.name, self.t0 = name, time.time()
+        self.err_path, self.out_path = os.path.join(work, f"{name}.stderr"), os.path.join(work, f"{name}.metrics.jsonl")
+        argv = [binary, "run", "--brokers", broker.bootstrap, "--group", group, "--hub", HUB, "--dlq", f"file:{dlq}",
+                "--concurrency", str(CONCURRENCY), "--metrics-interval", "1", "--log-level", "info", *extra]
+        env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection}
+        self.proc = spawn(argv, stdout=subprocess.PIPE, stderr=open(self.err_path, "w"), env=env, text=True)
+        self.metrics, self.raw = [], []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.exit_code, self.exit_at = None, None
+
+    def _read(self):
+        with open(self.out_path, "w") as out:
+            for line in self.proc.stdout:
+                out.write(line)
+                out.flush()
+                self.raw.append(line)
+                try:
+                    self.metrics.append((time.time(), json.loads(line)))
+                except ValueError:
+                    pass
+
+    def wait(self, timeout):
+        """Waits for exit; kills it (and records a hang) after `timeout` seconds."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+            self.hung = True
+        self.exit_at = time.time()
+        self.exit_code = self.proc.returncode
+        self.reader.join(timeout=5)
+        return self.exit_code
+
+    hung = False
+
+    def signal_and_time(self, sig, timeout):
+        """Sends `sig`, waits for exit; returns seconds from the signal to the exit."""
+        start = time.monotonic()
+        self.proc.send_signal(sig)
+        self.wait(timeout)
+        return round(time.monotonic() - start, 2)
+
+    def last(self):
+        return self.metrics[-1][1] if self.metrics else {}
+
+    def final(self):
+        finals = [m for _, m in self.metrics if m.get("final")]
+        return finals[-1] if finals else None
+
+    def stderr_lines(self, pattern, limit=3, since=0, until=float("inf")):
+        """stderr lines matching `pattern`, stamped (by their ISO time, UTC) between `since` and `until`."""
+        out = []
+        for l in open(self.err_path, errors="replace"):
+            m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\+0000", l)
+            at = calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) if m else None
+            if re.search(pattern, l) and (at is None or since - 1 <= at <= until + 1):
+                out.append(l.rstrip())
+        return out[:limit]
+
+    def crashed(self):
+        return self.exit_code is not None and self.exit_code < 0 and self.exit_code not in (-signal.SIGKILL, -signal.SIGTERM)
+
+
+def wait_until(predicate, timeout, step=0.1):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return False
+
+
+def read_dlq(paths):
+    records = []
+    for path in paths:
+        if os.path.exists(path):
+            for line in open(path, errors="replace"):
+                if line.strip():
+                    try:
+                        records.append(json.loads(line))
+                    except ValueError:
+                        records.append({"reason": "(unparsable dlq line)"})
+    return records
+
+
+class Scenario:
+    def __init__(self, number, name, binary, work):
+        self.number, self.name, self.binary = number, name, binary
+        self.work = os.path.join(work, f"s{number}")
+        os.makedirs(self.work)
+        self.t0 = time.time()
+        self.runs, self.dlqs, self.valid_ids, self.produced = [], [], [], 0
+        self.expectations, self.notes, self.extra = [], [], {}
+        self.broker = self.emulator = None
+
+    def start(self, latency_ms=0):
+        self.broker = Broker(self.binary)
+        self.emulator = Emulator(self.binary, self.work, latency_ms)
+
+    def produce(self, items, name="items"):
+        self.broker.produce(items, self.work, f"{name}-{len(self.valid_ids)}")
+        self.valid_ids += [it["id"] for it in items]
+        self.produced += len(items)
+
+    def run(self, extra=(), group="faults"):
+        dlq = os.path.join(self.work, f"dlq-{len(self.runs)}.jsonl")
+        self.dlqs.append(dlq)
+        r = Run(self.binary, self.broker, self.emulator, self.work, f"run-{len(self.runs)}", dlq, extra, group)
+        self.runs.append(r)
+        return r
+
+    def expect(self, what, ok, hard=False):
+        self.expectations.append({"expectation": what, "met": bool(ok), "hard": hard})
+
+    def finish(self):
+        accepted = collections.Counter()
+        try:
+            self.emulator.cont()
+            accepted = self.emulator.accepted()
+        except Exception as error:
+            self.notes.append(f"could not read the emulator's deliveries: {error}")
+            self.expect("emulator answered at the end", False, hard=True)
+        finally:
+            self.broker.stop()
+            if self.emulator.proc.poll() is None:
+                self.emulator.proc.terminate()
+                try:
+                    self.emulator.proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self.emulator.proc.kill()
+        records = read_dlq(self.dlqs)
+        dead_ids = {r.get("itemId") for r in records if r.get("itemId")}
+        valid = set(self.valid_ids)
+        delivered = {i for i in valid if accepted.get(i)}
+        lost = sorted(valid - delivered - dead_ids)
+        duplicates = sum(1 for i in delivered if accepted[i] > 1)
+        reasons = collections.Counter(r.get("reason") for r in records)
+        for r in self.runs:
+            if r.hung:
+                self.notes.append(f"{r.name} did not exit in time and was SIGKILLed")
+            if r.crashed():
+                self.notes.append(f"{r.name} died of signal {-r.exit_code}: " + " | ".join(
+                    open(r.err_path, errors="replace").read().strip().splitlines()[-3:]))
+        self.expect("no item lost", not lost, hard=True)
+        self.expect("no crash", not any(r.crashed() for r in self.runs), hard=True)
+        met = all(e["met"] for e in self.expectations)
+        hard_miss = any(e["hard"] and not e["met"] for e in self.expectations)
+        return {"scenario": f"{self.number}. {self.name}", "produced": self.produced, "valid": len(valid),
+                "delivered": len(delivered), "duplicates": duplicates, "extraSends": sum(accepted[i] - 1 for i in delivered),
+                "deadLettered": len(records), "deadLetterReasons": dict(reasons), "lost": len(lost), "lostIds": lost[:20],
+                "exitCodes": [r.exit_code for r in self.runs], "seconds": round(time.time() - self.t0, 1),
+                "status": "PASS" if met else "MISS", "hardMiss": hard_miss, "expectations": self.expectations,
+                "notes": self.notes, **self.extra}
+
+
+# --- the scenarios ------------------------------------------------------------------------------------------
+
+def delivered_count(s):
+    return s.emulator.stats()["sends"]
+
+
+def s1_429_storm(s):
+    """50% of sends answered 429 with Retry-After: 1 for 15 s, then the fault clears."""
+    s.start()
+    s.emulator.fault({"status": 429, "rate": 0.5, "retryAfter": 1})
+    s.produce([item(1, n) for n in range(3000)])
+    r = s.run(["--exit-when-idle", "3"])
+    time.sleep(15)
+    during = delivered_count(s)
+    s.emulator.clear_faults()
+    r.wait(120)
+    stats = s.emulator.stats()
+    s.extra["during"] = {"acceptedInStorm": during, "statusCounts": stats["statusCounts"],
+                         "minConcurrency": min((m["concurrency"] for _, m in r.metrics), default=None),
+                         "throttled": r.last().get("throttled")}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+    s.expect("nothing dead-lettered for throttling", not read_dlq(s.dlqs))
+
+
+def s2_5xx_drops(s):
+    """20% of sends answered 503 and 10% of connections dropped without an answer for 15 s, then clear."""
+    s.start()
+    s.emulator.fault({"status": 503, "rate": 0.2})
+    s.emulator.fault({"dropConnection": 0.1})
+    s.produce([item(2, n) for n in range(3000)])
+    r = s.run(["--exit-when-idle", "3"])
+    time.sleep(15)
+    s.emulator.clear_faults()
+    r.wait(120)
+    stats = s.emulator.stats()
+    s.extra["during"] = {"statusCounts": stats["statusCounts"], "retried": r.last().get("retried"), "failed": r.last().get("failed")}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+
+
+def s3_hub_down(s):
+    """4,000 items, 100 ms hub latency; the emulator is SIGSTOPped for 60 s mid-stream, then SIGCONT."""
+    s.start(latency_ms=100)
+    s.produce([item(3, n) for n in range(4000)])
+    r = s.run(["--exit-when-idle", "5"])
+    wait_until(lambda: delivered_count(s) >= 600, 60)
+    delivered_before = delivered_count(s)
+    stop_at = time.time()
+    s.emulator.stop()
+    time.sleep(10)
+    committed_10 = committed_offsets(s.broker.bootstrap, "faults")
+    time.sleep(45)
+    committed_55 = committed_offsets(s.broker.bootstrap, "faults")
+    time.sleep(5)
+    cont_at = time.time()
+    s.emulator.cont()
+    r.wait(120)
+    outage = [m for t, m in r.metrics if stop_at + 2 <= t <= cont_at]
+    lags = [m.get("lag", 0) for m in outage]
+    c10 = sum(committed_10.values()) if committed_10 else None
+    c55 = sum(committed_55.values()) if committed_55 else None
+    s.extra["outage"] = {"seconds": round(cont_at - stop_at, 1), "deliveredBeforeStop": delivered_before,
+                         "committedAfter10s": c10, "committedAfter55s": c55, "maxLag": max(lags, default=None),
+                         "minLag": min(lags, default=None), "metricsLines": len(outage),
+                         "hubAvailableFalseLines": sum(1 for m in outage if m.get("hubAvailable") is False),
+                         "maxInFlight": max((m.get("inFlight", 0) for m in outage), default=None),
+                         "stderrLinesDuringOutage": len(r.stderr_lines(".", 10_000, stop_at, cont_at)),
+                         "retried": r.last().get("retried"), "failed": r.last().get("failed")}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+    s.expect("nothing dead-lettered", not read_dlq(s.dlqs))
+    s.expect("lag > 0 during the outage", lags and max(lags) > 0)
+    s.expect(f"finished work committed during the outage (committed ≥ delivered before stop − 2×{CONCURRENCY})",
+             c10 is not None and c10 >= delivered_before - 2 * CONCURRENCY)
+
+
+def s4_credentials(s):
+    """Every send answered 401 for 20 s (after a first 1,000 items went out), then the fault clears."""
+    s.start()
+    s.produce([item(4, n) for n in range(1000)])
+    r = s.run(["--exit-when-idle", "5"])
+    wait_until(lambda: delivered_count(s) >= 1000, 60)
+    start = time.time()
+    s.emulator.fault({"status": 401})
+    s.produce([item(4, n) for n in range(1000, 3000)], "more")
+    time.sleep(20)
+    end = time.time()
+    s.emulator.clear_faults()
+    r.wait(120)
+    during = [m for t, m in r.metrics if start + 2 <= t <= end]
+    s.extra["refused"] = {"seconds": round(end - start, 1), "metricsLines": len(during),
+                          "hubAvailableFalseLines": sum(1 for m in during if m.get("hubAvailable") is False),
+                          "statusCounts": s.emulator.stats()["statusCounts"] if s.emulator.proc.poll() is None else None,
+                          "errorLines": r.stderr_lines(r"unavailable|401|[Uu]nauthori", 3)}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+    s.expect("nothing dead-lettered", not read_dlq(s.dlqs))
+    s.expect('"hubAvailable": false in the metrics during the refusal', s.extra["refused"]["hubAvailableFalseLines"] > 0)
+
+
+def s5_sigterm_hub_up(s):
+    """SIGTERM mid-stream with the hub up (50 ms latency), then a second run delivers the rest."""
+    s.start(latency_ms=50)
+    s.produce([item(5, n) for n in range(5000)])
+    r = s.run()
+    wait_until(lambda: delivered_count(s) >= 1500, 60)
+    at_signal = delivered_count(s)
+    took = r.signal_and_time(signal.SIGTERM, 60)
+    s.extra["sigterm"] = {"secondsToExit": took, "deliveredAtSignal": at_signal, "finalLine": r.final() is not None}
+    r2 = s.run(["--exit-when-idle", "3"])
+    r2.wait(120)
+    s.expect("first run exits 0", r.exit_code == 0, hard=True)
+    s.expect("first run exits within the drain timeout (30 s)", took <= 30, hard=True)
+    s.expect("final metrics line printed", r.final() is not None)
+    s.expect("second run exits 0", r2.exit_code == 0, hard=True)
+
+
+def s6_sigterm_hub_down(s):
+    """Hub SIGSTOPped with sends in flight, SIGTERM with --drain-timeout 5; then SIGCONT and a second run."""
+    s.start(latency_ms=50)
+    s.produce([item(6, n) for n in range(3000)])
+    r = s.run(["--drain-timeout", "5"])
+    wait_until(lambda: delivered_count(s) >= 500, 60)
+    s.emulator.stop()
+    time.sleep(4)
+    took = r.signal_and_time(signal.SIGTERM, 30)
+    s.extra["sigterm"] = {"secondsToExit": took, "drainTimeout": 5, "finalLine": r.final() is not None,
+                          "inFlightAtSignal": r.last().get("inFlight")}
+    s.emulator.cont()
+    r2 = s.run(["--exit-when-idle", "3"])
+    r2.wait(120)
+    s.expect("first run exits 0", r.exit_code == 0, hard=True)
+    s.expect("first run exits within drain + 2 s", took <= 7, hard=True)
+    s.expect("second run exits 0", r2.exit_code == 0, hard=True)
+
+
+def s7_sigkill(s):
+    """SIGKILL mid-stream (50 ms latency), restart; duplicates bounded by what was taken and not committed."""
+    s.start(latency_ms=50)
+    s.produce([item(7, n) for n in range(5000)])
+    r = s.run()
+    wait_until(lambda: delivered_count(s) >= 1500, 60)
+    r.proc.send_signal(signal.SIGKILL)
+    r.wait(10)
+    before = s.emulator.accepted()
+    committed = committed_offsets(s.broker.bootstrap, "faults")
+    r2 = s.run(["--exit-when-idle", "3"])
+    r2.wait(120)
+    c = sum(committed.values()) if committed else None
+    last = r.last()
+    s.extra["kill"] = {"deliveredBeforeKill": len(before), "committedAtKill": c,
+                       "finishedNotCommitted": len(before) - c if c is not None else None,
+                       "inFlightLastMetrics": last.get("inFlight"), "concurrency": CONCURRENCY}
+    s.expect("second run exits 0", r2.exit_code == 0, hard=True)
+    s.dup_bound = s.extra["kill"]["finishedNotCommitted"]
+    s.inflight_bound = CONCURRENCY
+
+
+def stamp(line):
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\+0000", line)
+    return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) if m else None
+
+
+def unowned_seconds(first, second):
+    """From the first member's first revoke to the second member's first assignment (log stamps, 1 s resolution)."""
+    revoked = first.stderr_lines(r"Partitions revoked", 1)
+    assigned = second.stderr_lines(r"Partitions assigned", 1)
+    return stamp(assigned[0]) - stamp(revoked[0]) if revoked and assigned else None
+
+
+def s8_rebalance(s):
+    """Two runs in one group on 6 partitions per topic, 50 ms latency; the second joins mid-stream."""
+    s.start(latency_ms=50)
+    s.produce([item(8, n) for n in range(8000)])
+    a = s.run(["--exit-when-idle", "5"])
+    wait_until(lambda: delivered_count(s) >= 1500, 60)
+    joined_at = delivered_count(s)
+    b = s.run(["--exit-when-idle", "5"])
+    a.wait(180)
+    b.wait(180)
+    s.extra["rebalance"] = {"deliveredWhenSecondJoined": joined_at,
+                            "sentByFirst": (a.final() or a.last()).get("sent"), "sentBySecond": (b.final() or b.last()).get("sent"),
+                            "refusedCommits": len(a.stderr_lines(r"REBALANCE_IN_PROGRESS", 10_000)) + len(b.stderr_lines(r"REBALANCE_IN_PROGRESS", 10_000)),
+                            "secondsUnowned": unowned_seconds(a, b),
+                            "note": "the dev broker (librdkafka's mock cluster) refuses commits during a rebalance "
+                                    "(REBALANCE_IN_PROGRESS), so up to a commit interval's worth of finished work can be sent again"}
+    s.expect("both runs exit 0", a.exit_code == 0 and b.exit_code == 0, hard=True)
+    s.expect(f"both runs sent something", all(((x.final() or x.last()).get("sent") or 0) > 0 for x in (a, b)))
+
+
+# --- fuzzed input -------------------------------------------------------------------------------------------
+
+def hostile_messages(rng, category):
+    """(kind, bytes) for messages that must be dead-lettered as invalid."""
+    other = CATEGORIES[(CATEGORIES.index(category) + 1) % len(CATEGORIES)]
+    deep = "(" * 32000 + category + ")" * 32000
+    out = [
+        ("truncated JSON", b'{"id": "h", "headline": "Quake'),
+        ("not JSON", b"hello, kafka"),
+        ("JSON array", b'["id", "headline"]'),
+        ("JSON null", b"null"),
+        ("32,000-deep tagExpression", json.dumps({"id": f"h-deep-{category}", "headline": "Deep", "category": category, "tagExpression": deep}).encode()),
+        ("32,000-deep JSON arrays", b"[" * 32000 + b"]" * 32000),
+        ("32,000-deep JSON objects", b'{"a":' * 10000 + b"1" + b"}" * 10000),
+        ("headline of 60,000 characters", json.dumps({"id": "h-long", "headline": "x" * 60000, "category": category}).encode()),
+        ("200 KB message", json.dumps({"id": "h-huge", "headline": "Huge", "category": category, "body": "y" * 200000}).encode()),
+        ("id of 10,000 characters", json.dumps({"id": "i" * 10000, "headline": "Long id", "category": category}).encode()),
+        ("raw control characters in a string", b'{"id":"h-ctl","headline":"a\x01\x02\x1b[31m\x00b","category":"' + category.encode() + b'"}'),
+        ("NUL bytes", b"\x00" * 64),
+        ("invalid UTF-8", b'{"id":"h-utf","headline":"\xff\xfe\xc3\x28","category":"' + category.encode() + b'"}'),
+        ("category of another topic", json.dumps({"id": "h-cat", "headline": "Wrong topic", "category": other}).encode()),
+        ("id is a number", json.dumps({"id": 42, "headline": "Number id", "category": category}).encode()),
+        ("empty users", json.dumps({"id": "h-users", "headline": "No users", "category": category, "users": []}).encode()),
+        ("tagExpression and users", json.dumps({"id": "h-both", "headline": "Both", "category": category, "tagExpression": category, "users": ["a"]}).encode()),
+        ("unbalanced tagExpression", json.dumps({"id": "h-unbal", "headline": "Unbalanced", "category": category, "tagExpression": "((World && Sports"}).encode()),
+        ("tagExpression of 50 tags with &&", json.dumps({"id": "h-tags", "headline": "Tags", "category": category,
+                                                        "tagExpression": " && ".join(f"t{i}" for i in range(50))}).encode()),
+        ("property value not a string", json.dumps({"id": "h-prop", "headline": "Prop", "category": category, "properties": {"a": {"b": 1}}}).encode()),
+        ("bad expiresAt", json.dumps({"id": "h-exp", "headline": "Exp", "category": category, "expiresAt": "tomorrow"}).encode()),
+        ("headline is a huge number", b'{"id":"h-num","headline":1e999999,"category":"' + category.encode() + b'"}'),
+    ]
+    out += [(f"random bytes {i}", bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 4096)))) for i in range(4)]
+    return out
+
+
+def odd_valid(n, category):
+    """Odd but valid items (the schema accepts them): expected to be delivered."""
+    ident = f"s9-odd-{category}-{n}"
+    head = f"Fault item {ident} "
+    return [
+        {"id": ident + "a", "headline": head.replace(ident, ident + "a") + "\u0645\u0631\u062d\u0628\u0627 \U0001F30D e\u0301 \u200b\u202e", "category": category},
+        {"id": ident + "b", "headline": head.replace(ident, ident + "b") + "tab\tand \u0007 bell", "category": category},
+        {"id": ident + "c", "headline": head.replace(ident, ident + "c") + "long body", "category": category, "body": "z" * 30000, "x": [[[[{"y": 1}]]]]},
+    ]
+
+
+def s9_fuzz(s):
+    """Hostile messages and valid items interleaved on every partition, straight to the topics with kcat."""
+    s.start()
+    rng = random.Random(14)
+    valid_ids, hostile = [], {}
+    n = 0
+    for category in CATEGORIES:
+        hostile_list = hostile_messages(rng, category)
+        for p in range(PARTITIONS):
+            # each partition: a few hostile messages, each followed by valid items behind it
+            picks = hostile_list[p::PARTITIONS] + ([hostile_list[4]] if p != 4 else [])  # the deep expression everywhere
+            messages = []
+            for kind, value in picks:
+                messages.append((kind, value, False))
+                for _ in range(5):
+                    it = item(9, n)
+                    it["category"] = category
+                    messages.append(("valid", json.dumps(it).encode(), True))
+                    valid_ids.append(it["id"])
+                    n += 1
+            if p == 0:
+                for odd in odd_valid(n, category):
+                    messages.append(("odd but valid", json.dumps(odd).encode(), True))
+                    valid_ids.append(odd["id"])
+            files = []
+            for i, (kind, value, ok) in enumerate(messages):
+                path = os.path.join(s.work, f"m-{category}-{p}-{i}.bin")
+                with open(path, "wb") as f:
+                    f.write(value)
+                files.append(path)
+                if not ok:
+                    hostile[(topic(category), p, i)] = kind
+            out = subprocess.run(["kcat", "-P", "-b", s.broker.bootstrap, "-t", topic(category), "-p", str(p),
+                                  "-X", "message.max.bytes=1000000", *files], capture_output=True, text=True)
+            if out.returncode != 0:
+                raise RuntimeError(f"kcat -P exited {out.returncode}: {out.stderr[-500:]}")
+            # the offsets are the order of the files; check with the sizes read back
+            back = subprocess.run(["kcat", "-C", "-b", s.broker.bootstrap, "-t", topic(category), "-p", str(p), "-o", "beginning",
+                                   "-e", "-q", "-f", "%o %S\n"], capture_output=True, text=True)
+            sizes = [int(l.split()[1]) for l in back.stdout.splitlines() if l.strip()]
+            if sizes != [len(v) for _, v, _ in messages]:
+                raise RuntimeError(f"{topic(category)}[{p}] read back {len(sizes)} messages, sizes differ from what was produced")
+    s.valid_ids, s.produced = valid_ids, len(valid_ids) + len(hostile)
+    runs = []
+    for attempt in range(3):  # a crash would loop on the same offset: try a restart twice to show it
+        r = s.run(["--exit-when-idle", "3"])
+        r.wait(120)
+        runs.append(r)
+        if r.exit_code == 0:
+            break
+    records = read_dlq(s.dlqs)
+    by_source = {(r["source"]["topic"], r["source"]["partition"], r["source"]["offset"]): r for r in records if isinstance(r.get("source"), dict)}
+    swallowed = sorted({kind for key, kind in hostile.items() if key not in by_source})
+    not_invalid = sorted({f"{kind}: {by_source[key].get('reason')}" for key, kind in hostile.items()
+                          if key in by_source and by_source[key].get("reason") != "invalid"})
+    s.extra["fuzz"] = {"hostile": len(hostile), "valid": len(valid_ids), "hostileKinds": len(set(hostile.values())),
+                       "hostileNotDeadLettered": swallowed, "hostileDeadLetteredNotAsInvalid": not_invalid,
+                       "validDeadLettered": sorted({r.get("itemId") for r in records if r.get("itemId") in set(valid_ids)})[:20]}
+    s.expect("exit 0 (no crash)", runs[-1].exit_code == 0 and len(runs) == 1, hard=True)
+    s.expect("every hostile message dead-lettered", not swallowed, hard=True)
+    s.expect("every hostile message dead-lettered as invalid", not not_invalid)
+    s.expect("no valid item dead-lettered", not s.extra["fuzz"]["validDeadLettered"])
+
+
+SCENARIOS = [
+    (1, "429 storm", s1_429_storm),
+    (2, "5xx and dropped connections", s2_5xx_drops),
+    (3, "hub down 60 s", s3_hub_down),
+    (4, "credentials refused", s4_credentials),
+    (5, "SIGTERM, hub up", s5_sigterm_hub_up),
+    (6, "SIGTERM, hub down", s6_sigterm_hub_down),
+    (7, "SIGKILL and restart", s7_sigkill),
+    (8, "rebalance", s8_rebalance),
+    (9, "fuzzed input", s9_fuzz),
+]
+
+
+def run_scenario(number, name, body, binary, work):
+    log(f"scenario {number}: {name}")
+    s = Scenario(number, name, binary, work)
+    try:
+        body(s)
+    except Exception as error:  # the scenario could not be carried out: a hard miss, counted after what happened
+        s.notes.append(f"scenario aborted: {type(error).__name__}: {error}")
+        s.expect("scenario ran to its end", False, hard=True)
+    finally:
+        for r in s.runs:
+            if r.proc.poll() is None:
+                r.proc.kill()
+                r.wait(10)
+    if s.broker is None or s.emulator is None:
+        kill_all()
+        return {"scenario": f"{number}. {name}", "status": "MISS", "hardMiss": True, "notes": s.notes, "expectations": s.expectations,
+                "produced": 0, "delivered": 0, "duplicates": 0, "deadLettered": 0, "lost": 0, "exitCodes": [], "seconds": 0}
+    result = s.finish()
+    if hasattr(s, "dup_bound"):
+        bound = s.dup_bound
+        result["expectations"].append({"expectation": f"duplicates ≤ finished-but-uncommitted at the kill ({bound})",
+                                       "met": bound is not None and result["duplicates"] <= bound, "hard": True})
+        result["expectations"].append({"expectation": f"duplicates ≤ sends in flight ({s.inflight_bound})",
+                                       "met": result["duplicates"] <= s.inflight_bound, "hard": False})
+        result["status"] = "PASS" if all(e["met"] for e in result["expectations"]) else "MISS"
+        result["hardMiss"] = any(e["hard"] and not e["met"] for e in result["expectations"])
+    for e in result["expectations"]:
+        if not e["met"]:
+            log(f"  MISS{' (hard)' if e['hard'] else ''}: {e['expectation']}")
+    return result
+
+
+def detail(r):
+    for key in ("during", "outage", "refused", "sigterm", "kill", "rebalance", "fuzz"):
+        if key in r:
+            d = {k: v for k, v in r[key].items() if k not in ("note", "errorLines")}
+            return ", ".join(f"{k}={v}" for k, v in d.items() if v not in (None, [], {}))
+    return ""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="scenario numbers, comma-separated")
+    parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks/results/faults.json"))
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (stderr of every run, DLQ files)")
+    args = parser.parse_args()
+    binary = os.environ.get("HUBCAST_BIN") or os.path.join(ROOT, ".build-faults/release/hubcast")
+    if not os.access(binary, os.X_OK):
+        raise SystemExit(f"no hubcast binary at {binary} (build it: swift build -c release --product hubcast --scratch-path .build-faults)")
+    only = {int(x) for x in args.only.split(",")} if args.only else None
+    work = tempfile.mkdtemp(prefix="hubcast-faults-")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: (kill_all(), sys.exit(130)))
+    results, started = [], time.time()
+    try:
+        for number, name, body in SCENARIOS:
+            if only and number not in only:
+                continue
+            results.append(run_scenario(number, name, body, binary, work))
+    finally:
+        kill_all()
+        if args.keep:
+            log(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+    header = f"{'scenario':<32}{'produced':>9}{'delivered':>10}{'dup':>6}{'DLQ':>6}{'lost':>6}  {'exit':<12}{'time s':>7}  result"
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        exits = ",".join(str(c) for c in r["exitCodes"])
+        print(f"{r['scenario']:<32}{r['produced']:>9,}{r['delivered']:>10,}{r['duplicates']:>6}{r['deadLettered']:>6}{r['lost']:>6}  "
+              f"{exits:<12}{r['seconds']:>7}  {r['status']}")
+    print()
+    for r in results:
+        line = detail(r)
+        if line:
+            print(f"{r['scenario']}: {line}")
+        for e in r["expectations"]:
+            if not e["met"]:
+                print(f"  MISS{' (hard)' if e['hard'] else ''}: {e['expectation']}")
+        for n in r["notes"]:
+            print(f"  note: {n}")
+    built_from = os.environ.get("HUBCAST_BUILT_FROM") or (None if os.environ.get("HUBCAST_BIN") else subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True).stdout.strip())
+    result = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "binary": binary, "builtFrom": built_from,
+              "seconds": round(time.time() - started, 1), "machine": {"cores": os.cpu_count()}, "scenarios": results}
+    if not only:
+        os.makedirs(os.path.dirname(args.output), exist_ok=True)
+        with open(args.output, "w") as f:
+            json.dump(result, f, indent=2, ensure_ascii=False)
+        print(f"\nwrote {os.path.relpath(args.output, ROOT)} ({result['seconds']} s)")
+    return 1 if any(r["hardMiss"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
