@@ -22,7 +22,7 @@ final class ReplaySender: Sender {
         limiter = Mutex(rate.map { RateLimiter(rate: $0, now: Date().timeIntervalSince1970) })
     }
 
-    func onThrottledAttempt(_ listener: @escaping @Sendable () -> Void) {}
+    func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void) {}
     func refreshMetrics() {}
 
     func deliver(_ work: ReplaySend) async -> PipelineEngine<ReplaySend>.Outcome {

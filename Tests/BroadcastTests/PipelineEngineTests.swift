@@ -253,4 +253,22 @@ import Testing
         #expect(done.fetches == fetches, "nothing more is asked of a finished source")
         #expect(done.finished == [TopicPartitionOffset(p0, offset: 4)])
     }
+
+    @Test func aHubThatStopsAnsweringIsUnavailableAtItsFirstUnansweredAttempt() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        done.add(e.sendFinished(done.id(of: "s0")!, .delivered, now: .zero))
+        #expect(done.sends.count == 9)
+        // One attempt timed out and its send retries: nothing new starts meanwhile.
+        done.add(e.attemptGotNoAnswer(reason: "timeout: no answer from the hub", now: .seconds(30)))
+        #expect(e.hub == .unavailable(since: .seconds(30), reason: "timeout: no answer from the hub"))
+        #expect(done.hubUnavailable == 1)
+        done.add(e.attemptGotNoAnswer(reason: "timeout: no answer from the hub", now: .seconds(31)))
+        #expect(done.hubUnavailable == 1, "reported once")
+        done.add(e.sendFinished(done.id(of: "s1")!, .delivered, now: .seconds(31)))
+        #expect(e.hub == .available, "an answer proves the hub is back")
+        #expect(done.hubAvailable == 1)
+        #expect(done.sends.count == 10)
+    }
 }

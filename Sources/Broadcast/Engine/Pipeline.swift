@@ -16,7 +16,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case revoked([TopicPartition], Engine.RevokeID)
         case sendFinished(Engine.JobID, Engine.Outcome)
         case deadLetterWritten(Engine.JobID, stored: Bool)
-        case attemptThrottled
+        case attemptFailed(AttemptFailure)
         case commitFinished([TopicPartitionOffset], succeeded: Bool)
         case tick
         case shutdown
@@ -64,7 +64,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         source.setRebalanceHandlers(RebalanceHandlers(
             onAssign: { post(.assigned($0)) },
             onRevoke: { partitions in revokes.revoke { post(.revoked(partitions, $0)) } }))
-        sender.onThrottledAttempt { post(.attemptThrottled) }
+        sender.onAttemptFailed { post(.attemptFailed($0)) }
         metrics.concurrency.set(configuration.engine.maxInFlight)
     }
 
@@ -122,10 +122,12 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case .deadLetterWritten(let id, let stored):
             if stored { metrics.deadLettered.increment() }
             return engine.deadLetterWritten(id, stored: stored, now: now)
-        case .attemptThrottled:
+        case .attemptFailed(.throttled):
             engine.attemptThrottled(now: now)
             metrics.concurrency.set(engine.limit)
             return []
+        case .attemptFailed(.noAnswer(let reason)):
+            return engine.attemptGotNoAnswer(reason: reason, now: now)
         case .commitFinished(let offsets, let succeeded):
             engine.commitFinished(offsets, succeeded: succeeded)
             return []

@@ -211,6 +211,18 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         limiter.throttled(atSeconds: now.inSeconds)
     }
 
+    /// An attempt got no answer while its send still retries (each retry may take a whole request
+    /// timeout): treat the hub as unavailable now, rather than minutes later when every retry of
+    /// every send in flight has run out. The sends in flight go on; the first one delivered, or a
+    /// probe, makes it available again.
+    public mutating func attemptGotNoAnswer(reason: String, now: Duration) -> [Action] {
+        guard hub == .available else { return [] }
+        hub = .unavailable(since: now, reason: reason)
+        lastHubReportAt = now
+        nextProbeAt = now + configuration.probeInterval
+        return [.reportHubUnavailable(reason: reason, since: now)]
+    }
+
     public mutating func commitFinished(_ offsets: [TopicPartitionOffset], succeeded: Bool) {
         committing = false
         if succeeded { tracker.committed(offsets) }

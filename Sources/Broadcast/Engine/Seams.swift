@@ -28,12 +28,22 @@ public protocol RecordPreparer: Sendable {
     mutating func prepare(_ message: KafkaMessage) -> PipelineEngine<Send>.Work
 }
 
+/// What one failed attempt of a send that is still retrying says about the hub.
+public enum AttemptFailure: Sendable, Equatable {
+    /// 429, a quota 403 or a 5xx: slow down.
+    case throttled
+    /// No answer at all (refused connection, timeout, DNS): the hub may be gone.
+    case noAnswer(reason: String)
+}
+
 /// Delivers one send and says how it ended: the hub client in production, a script in tests.
 public protocol Sender: Sendable {
     associatedtype Send: Sendable
     func deliver(_ send: Send) async -> PipelineEngine<Send>.Outcome
-    /// A throttled attempt was seen while the send still retries; the pipeline installs this.
-    func onThrottledAttempt(_ listener: @escaping @Sendable () -> Void)
+    /// An attempt failed while its send still retries; the pipeline installs this, so the engine
+    /// slows down on throttling and stops starting sends when the hub stops answering, without
+    /// waiting for every retry of the sends in flight.
+    func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void)
     /// Brings the sender's own gauges up to date (called on every tick, off the send path).
     func refreshMetrics()
 }

@@ -11,14 +11,14 @@ public final class HubSender: Sender {
     let metrics: PipelineMetrics
     let logger: Logger
     let clock: @Sendable () -> Double
-    private let throttleListener = ThrottleListener()
+    private let attemptListener = AttemptListener()
 
     /// Creates the client too, so that its throttled attempts reach the pipeline's limiter.
     public init(configuration: NotificationHubConfiguration, transport: CurlTransport, delivered: DeliveredSends,
                 metrics: PipelineMetrics, logger: Logger, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
-        let listener = throttleListener
-        client = NotificationHubClient(configuration: configuration, transport: transport, logger: logger, attemptFailed: { reason in
-            if reason == .throttled || reason == .serverError { listener.fire() }
+        let listener = attemptListener
+        client = NotificationHubClient(configuration: configuration, transport: transport, logger: logger, attemptFailed: { reason, status in
+            if let failure = AttemptFailure(reason, status: status) { listener.fire(failure) }
         })
         self.delivered = delivered
         self.metrics = metrics
@@ -26,8 +26,8 @@ public final class HubSender: Sender {
         self.clock = clock
     }
 
-    public func onThrottledAttempt(_ listener: @escaping @Sendable () -> Void) {
-        throttleListener.set(listener)
+    public func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void) {
+        attemptListener.set(listener)
     }
 
     public func refreshMetrics() {
@@ -72,11 +72,22 @@ public final class HubSender: Sender {
     }
 }
 
-/// Who hears the client's throttled attempts; installed once the pipeline exists.
-final class ThrottleListener: Sendable {
-    private let listener = Mutex<(@Sendable () -> Void)?>(nil)
+/// Who hears the client's failed attempts; installed once the pipeline exists.
+final class AttemptListener: Sendable {
+    private let listener = Mutex<(@Sendable (AttemptFailure) -> Void)?>(nil)
 
-    func set(_ listener: @escaping @Sendable () -> Void) { self.listener.withLock { $0 = listener } }
+    func set(_ listener: @escaping @Sendable (AttemptFailure) -> Void) { self.listener.withLock { $0 = listener } }
 
-    func fire() { listener.withLock { $0 }?() }
+    func fire(_ failure: AttemptFailure) { listener.withLock { $0 }?(failure) }
+}
+
+extension AttemptFailure {
+    /// What a retried attempt says about the hub; nil when it says nothing (an answer that is not throttling).
+    init?(_ reason: FailureReason, status: Int?) {
+        switch reason {
+        case .throttled, .serverError: self = .throttled
+        case .timeout where status == nil, .transport: self = .noAnswer(reason: "\(reason): no answer from the hub")
+        default: return nil
+        }
+    }
 }

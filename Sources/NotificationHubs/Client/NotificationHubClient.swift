@@ -13,18 +13,19 @@ public final class NotificationHubClient: Sendable {
     private let sleep: @Sendable (Duration) async throws -> Void
     private let random: @Sendable () -> Double
     private let clock: @Sendable () -> Double
-    private let attemptFailed: @Sendable (FailureReason) -> Void
+    private let attemptFailed: @Sendable (FailureReason, _ status: Int?) -> Void
     // Built once: every send goes to the same URL.
     private let messagesURL: String
 
     /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests;
-    /// `attemptFailed` hears every attempt that will be retried (the pipeline's limiter listens).
+    /// `attemptFailed` hears every attempt that will be retried, with its HTTP status (nil: no answer);
+    /// the pipeline listens, to slow down and to notice a hub that stopped answering.
     public init(
         configuration: NotificationHubConfiguration, transport: CurlTransport, logger: Logger,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-        attemptFailed: @escaping @Sendable (FailureReason) -> Void = { _ in }
+        attemptFailed: @escaping @Sendable (FailureReason, _ status: Int?) -> Void = { _, _ in }
     ) {
         self.attemptFailed = attemptFailed
         self.configuration = configuration
@@ -162,7 +163,7 @@ public final class NotificationHubClient: Sendable {
                 token = tokens.refresh(for: resource, rejected: token)
             case .retry(let reason):
                 // Heard per attempt, so adaptive concurrency reacts while the retries are still pending.
-                attemptFailed(reason)
+                attemptFailed(reason, status)
                 if reason == .throttled { throttled += 1 }
                 guard attempts < configuration.retry.maxAttempts else {
                     throw failure(reason, status, message, attempts, throttled, firstAttemptAt)

@@ -18,7 +18,7 @@ final class ScriptedSender: Sender, Sendable {
         self.auto = auto
     }
 
-    func onThrottledAttempt(_ listener: @escaping @Sendable () -> Void) {}
+    func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void) {}
     func refreshMetrics() {}
 
     func deliver(_ send: String) async -> PipelineEngine<String>.Outcome {

@@ -1,0 +1,478 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Two `hubcast run` (the real binary) in one consumer group on Tansu, a broker with real group
+/// coordination (the dev broker refuses commits while a group rebalances, so it cannot show this):
+/// the second joins mid-stream, or the first is SIGKILLed after the second joined. Nothing may be
+/// missing; items sent by both stay within what the member losing partitions had in flight (or, after
+/// a SIGKILL, had not yet committed). Each case prints its figures: items, duplicates, time, and how
+/// long partitions sat unowned, measured from the two runs' "Partitions revoked/assigned" lines,
+/// timed as they arrive here (swift-log's timestamps have one-second resolution).
+///
+/// Tansu and the librdkafka that can talk to it come from `deploy/tansu.sh` (into `.build-kafka/`);
+/// if they cannot be installed the tests fail, they never skip.
+@Suite(.serialized) struct MultiInstanceTests {
+    static let items = 4000
+    static let concurrency = 16
+    /// Emulator latency per send: keeps `concurrency` sends in flight at any time.
+    static let latencyMs = 50
+    static let commitIntervalMs = 1000
+
+    enum Assignor: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case eagerRange = "range (eager)"
+        case cooperativeSticky = "cooperative-sticky"
+        var arguments: [String] {
+            switch self {
+            case .eagerRange: []
+            case .cooperativeSticky: ["--kafka-property", "partition.assignment.strategy=cooperative-sticky"]
+            }
+        }
+        var testDescription: String { rawValue }
+    }
+
+    @Test(arguments: Assignor.allCases)
+    func aSecondRunJoiningMidStreamLosesNothingAndRepeatsAtMostTheSendsInFlight(_ assignor: Assignor) async throws {
+        let started = ContinuousClock.now
+        let g = try await MultiInstanceHarness.make()
+        defer { g.stopAll() }
+        let group = "multi-\(UUID().uuidString.prefix(8))"
+
+        let a = try g.startRun("A", group: group, extra: assignor.arguments)
+        try await g.waitForDeliveries(300, or: [a])
+        let b = try g.startRun("B", group: group, extra: assignor.arguments)
+        let bAssigned = try #require(await b.firstAssignment(timeout: .seconds(60)), "B was never given partitions\n\(a.stderrTail)\n\(b.stderrTail)")
+
+        let ra = try await a.finish(timeout: .seconds(120)), rb = try await b.finish(timeout: .seconds(120))
+        #expect(ra.status == 0, "A: \(ra.stderr.suffix(3000))")
+        #expect(rb.status == 0, "B: \(rb.stderr.suffix(3000))")
+
+        let d = try await g.deliveries()
+        let expected = Set((0..<Self.items).map { "Headline \($0)" })
+        let missing = expected.subtracting(d.map(\.headline))
+        #expect(missing.isEmpty, "\(missing.count) items never delivered, e.g. \(missing.sorted().prefix(5))")
+        let duplicates = d.count - Set(d.map(\.headline)).count
+        let sentA = try Self.finalSent(ra.stdout), sentB = try Self.finalSent(rb.stdout)
+        #expect(sentA + sentB == d.count, "A sent \(sentA), B sent \(sentB), the hub took \(d.count)")
+        #expect(sentB > 0, "B sent nothing: A finished alone and the test proves nothing")
+        // Scaling out: A goes on with the partitions it keeps (it does not sit on them until its idle
+        // timeout hands them to B). Eager: A sends after it is assigned its share again; cooperative:
+        // A keeps its share throughout and sends after B started.
+        let aResumed = a.events().first { $0.assigned && !$0.partitions.isEmpty && $0.at > b.startedAt }?.at ?? b.startedAt
+        let sentABefore = a.sent(before: aResumed)
+        #expect(sentA > sentABefore, "A sent nothing after the join (\(sentABefore) before, \(sentA) at exit)\n\(a.stderrTail)")
+        #expect(duplicates <= 2 * Self.concurrency, "\(duplicates) items sent twice; at most the sends in flight of the members losing partitions (\(2 * Self.concurrency))")
+        let deadLetters = try g.deadLetters()
+        #expect(deadLetters.isEmpty, "\(deadLetters.count) dead letters: \(deadLetters.prefix(3))")
+
+        let gaps = RebalanceGaps.joinGaps(a: a, b: b, bStarted: b.startedAt, bAssigned: bAssigned.at)
+        #expect(!gaps.isEmpty, "no partition changed hands when B joined\n\(a.stderrTail)\n\(b.stderrTail)")
+        print("""
+            MultiInstanceTests[\(assignor.rawValue)]: items \(Self.items), deliveries \(d.count), duplicates \(duplicates), \
+            sent by A \(sentA), by B \(sentB), dead letters 0, \
+            partitions unowned while B joined: \(RebalanceGaps.describe(gaps)), \
+            B's first assignment \(RebalanceGaps.format(bAssigned.at - b.startedAt)) s after it started, \
+            time \(RebalanceGaps.format(ContinuousClock.now - started)) s
+            """)
+    }
+
+    @Test func aRunSIGKILLedAfterTheSecondJoinedLosesNothing() async throws {
+        let started = ContinuousClock.now
+        let g = try await MultiInstanceHarness.make()
+        defer { g.stopAll() }
+        let group = "multi-kill-\(UUID().uuidString.prefix(8))"
+
+        let a = try g.startRun("A", group: group)
+        try await g.waitForDeliveries(300, or: [a])
+        // B idles out only 12 s after its last record or assignment: longer than A's session
+        // timeout (6 s) plus a join round, so it is still there when A's partitions come to it.
+        let b = try g.startRun("B", group: group, idle: 12)
+        _ = try #require(await b.firstAssignment(timeout: .seconds(60)), "B was never given partitions\n\(a.stderrTail)\n\(b.stderrTail)")
+        // Both are sending: A has sends in flight and work finished since its last commit.
+        let atAssignment = try await g.acceptedSends()
+        try await g.waitForDeliveries(atAssignment + 300, or: [a, b])
+        let aOwned = try #require(a.events().last(where: { $0.assigned && !$0.partitions.isEmpty }), "A owned nothing").partitions
+        let killedAt = ContinuousClock.now
+        kill(a.process.processIdentifier, SIGKILL)
+        let atKill = try await g.acceptedSends()
+        let ra = try await a.finish(timeout: .seconds(10))
+        #expect(ra.status == SIGKILL && ra.process.terminationReason == .uncaughtSignal)
+        #expect(atKill < Self.items, "everything was delivered before the SIGKILL: the test proves nothing")
+
+        let rb = try await b.finish(timeout: .seconds(150))
+        #expect(rb.status == 0, "B: \(rb.stderr.suffix(3000))")
+        let d = try await g.deliveries()
+        let expected = Set((0..<Self.items).map { "Headline \($0)" })
+        let missing = expected.subtracting(d.map(\.headline))
+        #expect(missing.isEmpty, "\(missing.count) items never delivered, e.g. \(missing.sorted().prefix(5))")
+        let duplicates = d.count - Set(d.map(\.headline)).count
+        // The bound: what B's join may repeat (both members' sends in flight), plus what A had in
+        // flight at the kill, plus what A finished since its last commit: commits every second, and
+        // A cannot finish more than `concurrency` sends per `latencyMs` (16 / 50 ms = 320 a second);
+        // a quarter second of slack for the commit's own round trip and the engine's tick.
+        let perSecond = Self.concurrency * 1000 / Self.latencyMs
+        let bound = 2 * Self.concurrency + Self.concurrency + perSecond * (Self.commitIntervalMs + 250) / 1000
+        #expect(duplicates <= bound, "\(duplicates) items sent twice; bound \(bound)")
+        let deadLetters = try g.deadLetters()
+        #expect(deadLetters.isEmpty, "\(deadLetters.count) dead letters: \(deadLetters.prefix(3))")
+
+        // How long A's partitions sat unowned: from the SIGKILL to B's assignment of each.
+        let taken = b.events().filter { $0.assigned && $0.at > killedAt }
+        var gaps: [String: Duration] = [:]
+        for p in aOwned { if let e = taken.first(where: { $0.partitions.contains(p) }) { gaps[p] = e.at - killedAt } }
+        #expect(gaps.count == aOwned.count, "B never took \(Set(aOwned).subtracting(gaps.keys).sorted())\n\(b.stderrTail)")
+        let sentB = try Self.finalSent(rb.stdout)
+        print("""
+            MultiInstanceTests[SIGKILL, range (eager)]: items \(Self.items), deliveries \(d.count), duplicates \(duplicates) (bound \(bound)), \
+            delivered when A was killed \(atKill), sent by B \(sentB), dead letters 0, \
+            A's \(aOwned.count) partitions unowned after the SIGKILL: \(RebalanceGaps.describe(gaps)), \
+            time \(RebalanceGaps.format(ContinuousClock.now - started)) s
+            """)
+    }
+
+    /// A member whose partitions are paused by backpressure (its buffer full for a second) when an
+    /// eager rebalance revokes them, and which gets some of them back, must consume them again.
+    /// It does not today: librdkafka keeps a partition's pause flag across unassign and assign
+    /// (confluentinc/librdkafka#1849), while `PauseController.revoked` forgets the pause, so nothing
+    /// resumes the partition and the member sits on it (until `--exit-when-idle`, or for ever).
+    @Test func aMemberPausedByBackpressureWhenRevokedConsumesItsPartitionsAgainWhenTheyComeBack() async throws {
+        // 200 ms a send, 16 at a time: 80 sends a second against a 2,000-record buffer, so the
+        // buffer stays full (and the partitions paused) for well over ten seconds.
+        let g = try await MultiInstanceHarness.make(latencyMs: 200)
+        defer { g.stopAll() }
+        let group = "multi-pause-\(UUID().uuidString.prefix(8))"
+        let a = try g.startRun("A", group: group, idle: 30, batchSize: nil, extra: ["--log-level", "debug"])
+        let pausedLine = { @Sendable (line: String) in line.contains("Pause state changed") && line.contains("paused=[news.") }
+        _ = try #require(await a.stderr.first(timeout: .seconds(60), where: pausedLine), "A's partitions were never paused by backpressure\n\(a.stderrTail)")
+        let b = try g.startRun("B", group: group, idle: 30, batchSize: nil)
+        _ = try #require(await b.firstAssignment(timeout: .seconds(60)), "B was never given partitions\n\(b.stderrTail)")
+        let revoked = try #require(a.events().first { !$0.assigned && !$0.partitions.isEmpty }, "A lost no partitions when B joined")
+        let back = try #require(await a.assignment(after: revoked.at, timeout: .seconds(30)), "A got nothing back\n\(a.stderrTail)")
+        // The premise: A was still paused when its partitions were revoked.
+        let resumedBefore = a.stderr.lines.contains { $0.at <= revoked.at && $0.text.contains("Pause state changed") && $0.text.contains("resumed=[news.") }
+        try #require(!resumedBefore, "A resumed before the revoke: the test proves nothing\n\(a.stderrTail)")
+        // Its in-flight sends were drained in the revoke, seconds before the re-assignment.
+        let sentAtReassignment = a.sent(before: back.at)
+        // Sends of the records behind those partitions show in a metrics line within a second or
+        // two; five seconds of metrics lines without one mean A sits on its partitions.
+        let progressed = await a.stdout.first(timeout: .seconds(5)) { line in
+            ((try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["sent"] as? Int ?? 0) > sentAtReassignment
+        }
+        let sentLater = a.sent(before: .now)
+        withKnownIssue("PauseController.revoked forgets a pause that librdkafka keeps: a partition paused by backpressure at revoke and assigned back is never resumed") {
+            #expect(progressed != nil, "A sent \(sentAtReassignment) by its re-assignment of \(back.partitions.count) partitions and no more in the 5 s after")
+        }
+        print("MultiInstanceTests[backpressure pause across an eager rebalance]: A sent \(sentAtReassignment) by its re-assignment of \(back.partitions.count) partitions, \(sentLater) when the test looked last")
+    }
+
+    static func finalSent(_ stdout: String) throws -> Int {
+        let final = try PipelineHarness.metricsLines(stdout).last { $0["final"] as? Bool == true }
+        return try #require(final?["sent"] as? Int, "no final metrics line in \(stdout.suffix(500))")
+    }
+}
+
+/// Tansu with the news topics and items, the emulator with 50 ms of latency, and the runs.
+final class MultiInstanceHarness: Sendable {
+    static let hub = "hubcast"
+    let broker: TansuBroker
+    let emulator: ServerProcess
+    let directory: URL
+    private let members = Mutex<[MultiInstanceRun]>([])
+
+    private init(broker: TansuBroker, emulator: ServerProcess, directory: URL) {
+        self.broker = broker
+        self.emulator = emulator
+        self.directory = directory
+    }
+
+    /// Installs Tansu if needed, starts it and the emulator, creates 6 × 2 partitions plus the
+    /// dead-letter topic, publishes the items with `hubcast produce` and sets the hub's latency.
+    static func make(latencyMs: Int = MultiInstanceTests.latencyMs) async throws -> MultiInstanceHarness {
+        try await TansuBroker.ensureInstalled()
+        try await TansuBroker.checkLinksNewLibrdkafka(HubcastBinary.path)
+        let broker = try TansuBroker()
+        let emulator: ServerProcess
+        do {
+            emulator = try ServerProcess(HubcastBinary.path, ["emulator", "--hub", hub, "--devices", "100", "--sample-payloads", "1", "--log-level", "warning"])
+        } catch {
+            broker.stop()
+            throw error
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-multi-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let g = MultiInstanceHarness(broker: broker, emulator: emulator, directory: directory)
+        do {
+            try await broker.createNewsTopics(partitions: 2)
+            let categories = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
+            let lines = (0..<MultiInstanceTests.items).map { n in
+                #"{"id":"item-\#(n)","headline":"Headline \#(n)","category":"\#(categories[n % 6])"}"#
+            }.joined(separator: "\n") + "\n"
+            // Produced by the binary: this test process links Debian's librdkafka, which Tansu refuses.
+            let produced = try await HubcastBinary.run(["produce", "--brokers", broker.bootstrap], stdin: lines,
+                                                       environment: TansuBroker.environment, timeout: .seconds(60))
+            guard produced.status == 0, produced.stdout.contains("sent \(MultiInstanceTests.items), rejected 0, failed 0") else {
+                throw Failure("hubcast produce to Tansu exited \(produced.status): \(produced.stdout) \(produced.stderr.suffix(2000))")
+            }
+            let faults = try await ChildProcess.run("curl", ["-sf", "-X", "POST", "--data", #"{"latencyMs":\#(latencyMs)}"#, g.emulatorURL + "_emulator/faults"])
+            guard faults.status == 0 else { throw Failure("the emulator refused the latency fault: \(faults.stderr)") }
+        } catch {
+            g.stopAll()
+            throw error
+        }
+        return g
+    }
+
+    var emulatorURL: String {
+        let port = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
+        return "http://127.0.0.1:\(port)/"
+    }
+
+    /// Starts `hubcast run` in `group` against Tansu, with the newer librdkafka.
+    /// `batchSize` 2000 makes the consumer's buffer (4 batches) hold every item, so backpressure
+    /// never pauses a partition; nil keeps hubcast's default (500, a buffer of 2000).
+    func startRun(_ name: String, group: String, idle: Int = 5, batchSize: Int? = 2000, extra: [String] = []) throws -> MultiInstanceRun {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
+        process.arguments = ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--group", group,
+                             "--dlq", "file:" + directory.appendingPathComponent("\(name).dlq.jsonl").path,
+                             "--concurrency", String(MultiInstanceTests.concurrency),
+                             "--commit-interval-ms", String(MultiInstanceTests.commitIntervalMs),
+                             "--metrics-interval", "1", "--exit-when-idle", String(idle), "--retry-base-ms", "10", "--retry-max-ms", "200",
+                             "--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=1000"]
+            + (batchSize.map { ["--batch-size", String($0)] } ?? []) + extra
+        process.environment = ProcessInfo.processInfo.environment
+            .merging(["HUBCAST_CONNECTION_STRING": emulator.firstLine]) { $1 }
+            .merging(TansuBroker.environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        let member = MultiInstanceRun(name: name, process: process, stdout: TimedLineReader(out.fileHandleForReading), stderr: TimedLineReader(err.fileHandleForReading))
+        try process.run()
+        members.withLock { $0.append(member) }
+        return member
+    }
+
+    /// Every child stopped: runs still going are SIGKILLed, then the emulator and Tansu.
+    func stopAll() {
+        for m in members.withLock({ $0 }) where m.process.isRunning {
+            kill(m.process.processIdentifier, SIGKILL)
+            m.process.waitUntilExit()
+        }
+        emulator.stop()
+        broker.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Sends the emulator accepted so far.
+    func acceptedSends() async throws -> Int {
+        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/stats"])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return (json?["statusCounts"] as? [String: Int])?["201"] ?? 0
+    }
+
+    /// Waits until the hub accepted `count` sends; fails if a minute passes or one of `runs` ends first.
+    func waitForDeliveries(_ count: Int, or runs: [MultiInstanceRun]) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await acceptedSends() < count {
+            if let ended = runs.first(where: { !$0.process.isRunning }) {
+                throw Failure("\(ended.name) exited (\(ended.process.terminationStatus)) before the hub took \(count) sends\n\(ended.stderrTail)")
+            }
+            guard ContinuousClock.now < deadline else { throw Failure("the hub took fewer than \(count) sends in a minute\n" + runs.map(\.stderrTail).joined(separator: "\n")) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// Every send the emulator recorded, by the headline of its first payload.
+    func deliveries() async throws -> [(headline: String, tags: String)] {
+        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/deliveries"])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return (json?["deliveries"] as? [[String: Any]] ?? []).map { record in
+            let payload = (record["payloads"] as? [String])?.first ?? ""
+            let headline = payload.components(separatedBy: " News : ").last?.components(separatedBy: "\"").first ?? ""
+            return (headline, record["tagExpression"] as? String ?? "")
+        }
+    }
+
+    /// Dead-letter records written by any run.
+    func deadLetters() throws -> [String] {
+        let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+        return files.flatMap { ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// One `hubcast run` child: its output lines with the instant each arrived.
+struct MultiInstanceRun: Sendable {
+    let name: String
+    let process: Process
+    let stdout: TimedLineReader
+    let stderr: TimedLineReader
+    let startedAt = ContinuousClock.now
+
+    struct Event: Sendable {
+        let at: ContinuousClock.Instant
+        let assigned: Bool
+        let partitions: [String]
+    }
+
+    /// Its "Partitions assigned" and "Partitions revoked" lines so far.
+    func events() -> [Event] {
+        let partition = try! Regex(#"news\.[a-z]+\[\d+\]"#)
+        return stderr.lines.compactMap { line in
+            let assigned = line.text.contains("Partitions assigned")
+            guard assigned || line.text.contains("Partitions revoked") else { return nil }
+            return Event(at: line.at, assigned: assigned, partitions: line.text.matches(of: partition).map { String(line.text[$0.range]) })
+        }
+    }
+
+    /// Waits for its first assignment of at least one partition.
+    func firstAssignment(timeout: Duration) async -> Event? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let e = events().first(where: { $0.assigned && !$0.partitions.isEmpty }) { return e }
+            if !process.isRunning && stderr.ended { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Waits for an assignment of at least one partition that arrived after `instant`.
+    func assignment(after instant: ContinuousClock.Instant, timeout: Duration) async -> Event? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let e = events().first(where: { $0.assigned && !$0.partitions.isEmpty && $0.at > instant }) { return e }
+            if !process.isRunning && stderr.ended { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// Waits for the exit (SIGKILL after `timeout`, which fails the test).
+    func finish(timeout: Duration) async throws -> (status: Int32, stdout: String, stderr: String, process: Process) {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                throw MultiInstanceHarness.Failure("\(name) did not exit within \(timeout)\n\(stderrTail)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        process.waitUntilExit()
+        await stdout.untilEnd()
+        await stderr.untilEnd()
+        return (process.terminationStatus, stdout.text, stderr.text, process)
+    }
+
+    var stderrTail: String { "\(name) stderr: …" + stderr.text.suffix(2000) }
+
+    /// `sent` in the last metrics line that arrived before `instant` (0 if none).
+    func sent(before instant: ContinuousClock.Instant) -> Int {
+        stdout.lines.last { $0.at <= instant }.flatMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any])?["sent"] as? Int
+        } ?? 0
+    }
+}
+
+/// Reads a pipe on a dispatch thread (never a cooperative one) and keeps each line with the
+/// instant it arrived.
+final class TimedLineReader: Sendable {
+    struct Line: Sendable {
+        let at: ContinuousClock.Instant
+        let text: String
+    }
+
+    private struct State {
+        var lines: [Line] = []
+        var partial = Data()
+        var ended = false
+    }
+
+    private let state = Mutex(State())
+
+    init(_ handle: FileHandle) {
+        DispatchQueue.global().async { [self] in
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                let now = ContinuousClock.now
+                state.withLock { s in
+                    s.partial.append(chunk)
+                    while let newline = s.partial.firstIndex(of: 0x0A) {
+                        s.lines.append(Line(at: now, text: String(decoding: s.partial[s.partial.startIndex..<newline], as: UTF8.self)))
+                        s.partial = Data(s.partial[s.partial.index(after: newline)...])
+                    }
+                }
+            }
+            state.withLock { s in
+                if !s.partial.isEmpty { s.lines.append(Line(at: .now, text: String(decoding: s.partial, as: UTF8.self))) }
+                s.partial = Data()
+                s.ended = true
+            }
+        }
+    }
+
+    var lines: [Line] { state.withLock { $0.lines } }
+
+    /// Waits for a line that matches (already read or still to come); nil after `timeout` or at the end.
+    func first(timeout: Duration, where matches: (String) -> Bool) async -> Line? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = lines.first(where: { matches($0.text) }) { return line }
+            if ended { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+    var ended: Bool { state.withLock { $0.ended } }
+    var text: String { lines.map(\.text).joined(separator: "\n") }
+
+    /// Waits until the pipe ended (its writer exited), at most 10 s.
+    func untilEnd() async {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !ended && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+}
+
+/// How long partitions sat unowned while a group rebalanced.
+enum RebalanceGaps {
+    /// For each partition revoked (from either member) after B started and no later than B's first
+    /// assignment: the time from that revoke to the next assignment of it to either member.
+    /// Partitions never revoked (cooperative-sticky keeps those that stay) are not listed: they
+    /// were never unowned.
+    static func joinGaps(a: MultiInstanceRun, b: MultiInstanceRun, bStarted: ContinuousClock.Instant, bAssigned: ContinuousClock.Instant) -> [String: Duration] {
+        let events = (a.events() + b.events()).sorted { $0.at < $1.at }
+        var gaps: [String: Duration] = [:]
+        for revoke in events where !revoke.assigned && revoke.at > bStarted && revoke.at <= bAssigned {
+            for p in revoke.partitions where gaps[p] == nil {
+                if let next = events.first(where: { $0.assigned && $0.at >= revoke.at && $0.partitions.contains(p) }) {
+                    gaps[p] = next.at - revoke.at
+                }
+            }
+        }
+        return gaps
+    }
+
+    static func describe(_ gaps: [String: Duration]) -> String {
+        guard !gaps.isEmpty else { return "none" }
+        let values = gaps.values.map(seconds)
+        let mean = values.reduce(0, +) / Double(values.count)
+        return "\(gaps.count) partitions, max \(String(format: "%.2f", values.max() ?? 0)) s, mean \(String(format: "%.2f", mean)) s"
+    }
+
+    static func format(_ d: Duration) -> String { String(format: "%.1f", seconds(d)) }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
