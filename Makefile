@@ -10,6 +10,7 @@ build: setup
 # Builds the hubcast binary too: integration tests drive the real executable.
 test: build
 	swift build --build-tests
+	bash deploy/tansu.sh
 	swift test
 
 # The whole product on loopback: dev broker, emulator, sample news, pipeline, summary.

@@ -9,6 +9,8 @@ struct PauseController: Sendable, Equatable {
     private(set) var userPaused: Set<TopicPartition> = []
     private(set) var paused: Set<TopicPartition> = []
     private(set) var backpressure = false
+    /// Partitions that left while paused: librdkafka still has them paused if they come back.
+    private(set) var pausedWhenRevoked: Set<TopicPartition> = []
     let capacity: Int
     let pauseAfter: Duration
 
@@ -31,12 +33,18 @@ struct PauseController: Sendable, Equatable {
 
     mutating func assigned(_ partitions: [TopicPartition]) {
         assignment.formUnion(partitions)
+        // librdkafka keeps a partition's pause flag across unassign and assign (librdkafka#1849):
+        // one paused when it left comes back paused, and the next reconcile resumes it unless it
+        // should stay paused. Others are not touched (a resume right after assign is not free).
+        let stillPaused = pausedWhenRevoked.intersection(partitions)
+        paused.formUnion(stillPaused)
+        pausedWhenRevoked.subtract(stillPaused)
     }
 
     mutating func revoked(_ partitions: [TopicPartition]) {
         assignment.subtract(partitions)
         userPaused.subtract(partitions)
-        // librdkafka forgets the pause state of a partition that leaves the assignment.
+        pausedWhenRevoked.formUnion(paused.intersection(partitions))
         paused.subtract(partitions)
     }
 

@@ -32,7 +32,9 @@ final class LiveEmulator: Sendable {
     func client(_ keyName: String = "DefaultFullSharedAccessSignature", hub: String = "breaking", attempts: Int = 3) throws -> NotificationHubClient {
         var config = NotificationHubConfiguration(connection: try ConnectionString(parsing: connectionString(keyName)), hubName: hub)
         config.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
-        config.requestTimeout = .seconds(5)
+        // A guard, not a measure: the emulator runs in this test process, whose two cooperative
+        // threads the rest of the suite keeps busy; a 5 s timeout turned that into extra attempts.
+        config.requestTimeout = .seconds(60)
         return NotificationHubClient(configuration: config, transport: CurlTransport(logger: Logger(label: "client")), logger: Logger(label: "client"))
     }
 

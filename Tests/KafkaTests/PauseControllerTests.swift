@@ -17,6 +17,17 @@ import Testing
         #expect(!c.shouldHold(buffered: 10, fullFor: .seconds(5)))
     }
 
+    @Test func aPartitionPausedWhenItLeftIsResumedWhenItComesBack() {
+        var c = PauseController(capacity: 10, pauseAfter: .seconds(1))
+        c.assigned([p0, p1])
+        #expect(c.reconcile(buffered: 10, fullFor: .seconds(1)) == .init(pause: [p0, p1]))
+        // Revoked while paused by backpressure; librdkafka keeps the flag; p0 comes back.
+        c.revoked([p0, p1])
+        c.assigned([p0])
+        #expect(c.reconcile(buffered: 0) == .init(resume: [p0]), "p0 must be resumed explicitly")
+        #expect(c.paused.isEmpty)
+    }
+
     @Test func backpressurePausesEverythingWithHysteresis() {
         var c = PauseController(capacity: 10, pauseAfter: .zero)
         c.assigned([p0, p1])
@@ -46,8 +57,14 @@ import Testing
         c.revoked([p0])
         #expect(c.paused.isEmpty)
         #expect(c.assignment == [p1])
-        // Reassigned later, it starts unpaused: the user's pause belonged to the old assignment.
+        // Reassigned later, it is resumed explicitly (librdkafka kept its flag): the user's pause
+        // belonged to the old assignment.
         c.assigned([p0])
+        #expect(c.reconcile(buffered: 0) == .init(resume: [p0]))
+        #expect(c.reconcile(buffered: 0).isEmpty)
+        // A partition that left running comes back untouched.
+        c.revoked([p1])
+        c.assigned([p1])
         #expect(c.reconcile(buffered: 0).isEmpty)
     }
 }
