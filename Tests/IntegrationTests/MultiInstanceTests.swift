@@ -148,7 +148,7 @@ import Glibc
         let group = "multi-pause-\(UUID().uuidString.prefix(8))"
         let a = try g.startRun("A", group: group, idle: 30, batchSize: nil, extra: ["--log-level", "debug"])
         let pausedLine = { @Sendable (line: String) in line.contains("Pause state changed") && line.contains("paused=[news.") }
-        let paused = try #require(await a.stderr.first(timeout: .seconds(60), where: pausedLine), "A's partitions were never paused by backpressure\n\(a.stderrTail)")
+        let paused = try #require(await a.stderr.first(timeout: .seconds(60)) { pausedLine($0.text) }, "A's partitions were never paused by backpressure\n\(a.stderrTail)")
         let b = try g.startRun("B", group: group, idle: 30, batchSize: nil)
         _ = try #require(await b.firstAssignment(timeout: .seconds(60)), "B was never given partitions\n\(b.stderrTail)")
         let revoked = try #require(a.events().first { !$0.assigned && !$0.partitions.isEmpty }, "A lost no partitions when B joined")
@@ -163,7 +163,7 @@ import Glibc
         // Sends of the records behind those partitions show in a metrics line within a second or
         // two; five seconds of metrics lines without one mean A sits on its partitions.
         let progressed = await a.stdout.first(timeout: .seconds(5)) { line in
-            ((try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["sent"] as? Int ?? 0) > sentAtReassignment
+            ((try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any])?["sent"] as? Int ?? 0) > sentAtReassignment
         }
         let sentLater = a.sent(before: .now)
         #expect(progressed != nil, "A sent \(sentAtReassignment) by its re-assignment of \(back.partitions.count) partitions and no more in the 5 s after")
@@ -252,7 +252,7 @@ final class MultiInstanceHarness: Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        let member = MultiInstanceRun(name: name, process: process, stdout: TimedLineReader(out.fileHandleForReading), stderr: TimedLineReader(err.fileHandleForReading))
+        let member = MultiInstanceRun(name: name, process: process, stdout: LineWatcher(out.fileHandleForReading), stderr: LineWatcher(err.fileHandleForReading))
         try process.run()
         members.withLock { $0.append(member) }
         return member
@@ -315,8 +315,8 @@ final class MultiInstanceHarness: Sendable {
 struct MultiInstanceRun: Sendable {
     let name: String
     let process: Process
-    let stdout: TimedLineReader
-    let stderr: TimedLineReader
+    let stdout: LineWatcher
+    let stderr: LineWatcher
     let startedAt = ContinuousClock.now
 
     struct Event: Sendable {
@@ -327,50 +327,40 @@ struct MultiInstanceRun: Sendable {
 
     /// Its "Partitions assigned" and "Partitions revoked" lines so far.
     func events() -> [Event] {
+        stderr.lines.compactMap(Self.event)
+    }
+
+    /// The rebalance a log line reports, if it reports one.
+    static func event(_ line: LineWatcher.Line) -> Event? {
+        let assigned = line.text.contains("Partitions assigned")
+        guard assigned || line.text.contains("Partitions revoked") else { return nil }
         let partition = try! Regex(#"news\.[a-z]+\[\d+\]"#)
-        return stderr.lines.compactMap { line in
-            let assigned = line.text.contains("Partitions assigned")
-            guard assigned || line.text.contains("Partitions revoked") else { return nil }
-            return Event(at: line.at, assigned: assigned, partitions: line.text.matches(of: partition).map { String(line.text[$0.range]) })
-        }
+        return Event(at: line.at, assigned: assigned, partitions: line.text.matches(of: partition).map { String(line.text[$0.range]) })
     }
 
     /// Waits for its first assignment of at least one partition.
     func firstAssignment(timeout: Duration) async -> Event? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let e = events().first(where: { $0.assigned && !$0.partitions.isEmpty }) { return e }
-            if !process.isRunning && stderr.ended { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
+        await assignment(after: startedAt, timeout: timeout)
     }
 
     /// Waits for an assignment of at least one partition that arrived after `instant`.
     func assignment(after instant: ContinuousClock.Instant, timeout: Duration) async -> Event? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let e = events().first(where: { $0.assigned && !$0.partitions.isEmpty && $0.at > instant }) { return e }
-            if !process.isRunning && stderr.ended { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
+        let isAssignment = { @Sendable (line: LineWatcher.Line) -> Bool in
+            guard let e = Self.event(line) else { return false }
+            return e.assigned && !e.partitions.isEmpty && e.at > instant
         }
-        return nil
+        return await stderr.first(timeout: timeout, where: isAssignment).flatMap(Self.event)
     }
 
-    /// Waits for the exit (SIGKILL after `timeout`, which fails the test).
+    /// Waits for the exit (SIGKILL after `timeout`, which fails the test): its pipes end when it does.
     func finish(timeout: Duration) async throws -> (status: Int32, stdout: String, stderr: String, process: Process) {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                throw MultiInstanceHarness.Failure("\(name) did not exit within \(timeout)\n\(stderrTail)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        guard await stderr.untilEnd(timeout: timeout) else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw MultiInstanceHarness.Failure("\(name) did not exit within \(timeout)\n\(stderrTail)")
         }
         process.waitUntilExit()
-        await stdout.untilEnd()
-        await stderr.untilEnd()
+        _ = await stdout.untilEnd(timeout: .seconds(10))
         return (process.terminationStatus, stdout.text, stderr.text, process)
     }
 
@@ -381,66 +371,6 @@ struct MultiInstanceRun: Sendable {
         stdout.lines.last { $0.at <= instant }.flatMap { line in
             (try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any])?["sent"] as? Int
         } ?? 0
-    }
-}
-
-/// Reads a pipe on a dispatch thread (never a cooperative one) and keeps each line with the
-/// instant it arrived.
-final class TimedLineReader: Sendable {
-    struct Line: Sendable {
-        let at: ContinuousClock.Instant
-        let text: String
-    }
-
-    private struct State {
-        var lines: [Line] = []
-        var partial = Data()
-        var ended = false
-    }
-
-    private let state = Mutex(State())
-
-    init(_ handle: FileHandle) {
-        DispatchQueue.global().async { [self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                let now = ContinuousClock.now
-                state.withLock { s in
-                    s.partial.append(chunk)
-                    while let newline = s.partial.firstIndex(of: 0x0A) {
-                        s.lines.append(Line(at: now, text: String(decoding: s.partial[s.partial.startIndex..<newline], as: UTF8.self)))
-                        s.partial = Data(s.partial[s.partial.index(after: newline)...])
-                    }
-                }
-            }
-            state.withLock { s in
-                if !s.partial.isEmpty { s.lines.append(Line(at: .now, text: String(decoding: s.partial, as: UTF8.self))) }
-                s.partial = Data()
-                s.ended = true
-            }
-        }
-    }
-
-    var lines: [Line] { state.withLock { $0.lines } }
-
-    /// Waits for a line that matches (already read or still to come); nil after `timeout` or at the end.
-    func first(timeout: Duration, where matches: (String) -> Bool) async -> Line? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let line = lines.first(where: { matches($0.text) }) { return line }
-            if ended { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
-    }
-    var ended: Bool { state.withLock { $0.ended } }
-    var text: String { lines.map(\.text).joined(separator: "\n") }
-
-    /// Waits until the pipe ended (its writer exited), at most 10 s.
-    func untilEnd() async {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !ended && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
     }
 }
 

@@ -2,21 +2,26 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Reads a child's pipe line by line on a dispatch thread (never a cooperative one) and lets a
-/// test wait for the line it expects, instead of sleeping and hoping.
+/// Reads a child's pipe line by line on a dispatch thread (never a cooperative one), keeps each
+/// line with the instant it arrived, and lets a test wait for the line it expects instead of
+/// sleeping and hoping.
 public final class LineWatcher: Sendable {
+    public struct Line: Sendable {
+        public let at: ContinuousClock.Instant
+        public let text: String
+    }
+
     private struct Waiter {
-        let matches: @Sendable (String) -> Bool
-        let continuation: CheckedContinuation<String?, Never>
+        let matches: @Sendable (Line) -> Bool
+        let continuation: CheckedContinuation<Line?, Never>
     }
 
     private struct State {
-        var lines: [String] = []
+        var lines: [Line] = []
         var partial = Data()
         var ended = false
         var waiters: [Int: Waiter] = [:]
         var nextID = 0
-        var endWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -26,31 +31,36 @@ public final class LineWatcher: Sendable {
             while true {
                 let chunk = handle.availableData
                 if chunk.isEmpty { break }
-                take(chunk)
+                take(chunk, at: .now)
             }
             end()
         }
     }
 
-    /// Everything read so far.
-    public var text: String { state.withLock { s in (s.lines + [String(decoding: s.partial, as: UTF8.self)]).joined(separator: "\n") } }
+    /// Every line read so far.
+    public var lines: [Line] { state.withLock { $0.lines } }
 
-    /// Waits for the pipe's end; returns everything it carried.
-    public func all() async -> String {
-        await withCheckedContinuation { continuation in
-            let done = state.withLock { s -> Bool in
-                if s.ended { return true }
-                s.endWaiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+    /// True once the pipe ended (its writer exited).
+    public var ended: Bool { state.withLock { $0.ended } }
+
+    /// Everything read so far.
+    public var text: String { state.withLock { s in (s.lines.map(\.text) + [String(decoding: s.partial, as: UTF8.self)]).joined(separator: "\n") } }
+
+    /// Waits for the pipe's end (at most `timeout`, a guard); returns everything it carried.
+    public func all(timeout: Duration = .seconds(600)) async -> String {
+        _ = await untilEnd(timeout: timeout)
         return text
+    }
+
+    /// Waits for the pipe's end; false if `timeout` passed first.
+    public func untilEnd(timeout: Duration) async -> Bool {
+        _ = await first(timeout: timeout) { _ in false }
+        return ended
     }
 
     /// Waits for a line (already read or still to come) that matches; nil if the pipe ends first
     /// or the guard timeout passes.
-    public func line(timeout: Duration = .seconds(120), where matches: @escaping @Sendable (String) -> Bool) async -> String? {
+    public func first(timeout: Duration = .seconds(120), where matches: @escaping @Sendable (Line) -> Bool) async -> Line? {
         let id = state.withLock { s in
             s.nextID += 1
             return s.nextID
@@ -62,7 +72,7 @@ public final class LineWatcher: Sendable {
         }
         defer { guardTask.cancel() }
         return await withCheckedContinuation { continuation in
-            let found = state.withLock { s -> String?? in
+            let found = state.withLock { s -> Line?? in
                 if let line = s.lines.first(where: matches) { return .some(line) }
                 if s.ended { return .some(nil) }
                 s.waiters[id] = Waiter(matches: matches, continuation: continuation)
@@ -72,12 +82,17 @@ public final class LineWatcher: Sendable {
         }
     }
 
-    private func take(_ chunk: Data) {
-        let woken = state.withLock { s -> [(CheckedContinuation<String?, Never>, String)] in
+    /// The text of the first line that matches; see `first(timeout:where:)`.
+    public func line(timeout: Duration = .seconds(120), where matches: @escaping @Sendable (String) -> Bool) async -> String? {
+        await first(timeout: timeout) { matches($0.text) }?.text
+    }
+
+    private func take(_ chunk: Data, at instant: ContinuousClock.Instant) {
+        let woken = state.withLock { s -> [(CheckedContinuation<Line?, Never>, Line)] in
             s.partial.append(chunk)
-            var woken: [(CheckedContinuation<String?, Never>, String)] = []
+            var woken: [(CheckedContinuation<Line?, Never>, Line)] = []
             while let newline = s.partial.firstIndex(of: 0x0A) {
-                let line = String(decoding: s.partial[s.partial.startIndex..<newline], as: UTF8.self)
+                let line = Line(at: instant, text: String(decoding: s.partial[s.partial.startIndex..<newline], as: UTF8.self))
                 s.partial = Data(s.partial[s.partial.index(after: newline)...])
                 s.lines.append(line)
                 for (id, waiter) in s.waiters where waiter.matches(line) {
@@ -91,19 +106,16 @@ public final class LineWatcher: Sendable {
     }
 
     private func end() {
-        let (waiters, endWaiters) = state.withLock { s in
+        let waiters = state.withLock { s in
             s.ended = true
             if !s.partial.isEmpty {
-                s.lines.append(String(decoding: s.partial, as: UTF8.self))
+                s.lines.append(Line(at: .now, text: String(decoding: s.partial, as: UTF8.self)))
                 s.partial = Data()
             }
-            defer {
-                s.waiters.removeAll()
-                s.endWaiters.removeAll()
-            }
-            return (Array(s.waiters.values), s.endWaiters)
+            defer { s.waiters.removeAll() }
+            return Array(s.waiters.values)
         }
-        for waiter in waiters { waiter.continuation.resume(returning: nil) }
-        for waiter in endWaiters { waiter.resume() }
+        // A line waited for that came with the end still counts.
+        for waiter in waiters { waiter.continuation.resume(returning: lines.first(where: waiter.matches)) }
     }
 }
