@@ -123,8 +123,6 @@ public final class KafkaConsumer: Service, Sendable {
         client.lag(Array(pauses.withLock { $0.assignment })) + Int64(buffer.count)
     }
 
-    /// Messages fetched and waiting for the application.
-    public var buffered: Int { buffer.count }
 
     /// Proves a broker answers before the consumer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
@@ -209,15 +207,6 @@ public final class KafkaConsumer: Service, Sendable {
             }
             guard let first else { return buffer.isFinished ? .finished : .timedOut }
             return .batch([first] + buffer.drain(max: max - 1))
-        }
-
-        /// Takes what is buffered now, up to `max`, without waiting.
-        public func drain(max: Int) -> [KafkaMessage] { buffer.drain(max: max) }
-
-        /// Waits for one message, then takes whatever else is already buffered, up to `max`.
-        public func nextBatch(max: Int) async -> [KafkaMessage] {
-            guard let first = await buffer.next() else { return [] }
-            return [first] + buffer.drain(max: max - 1)
         }
     }
 }

@@ -38,12 +38,7 @@ final class ReplaySender: Sender {
             metrics.sent.increment()
             return .delivered
         } catch {
-            switch error.owner {
-            case .nobody: return .abandoned
-            case .throttling: return .throttled(retryAfter: nil)
-            case .hub: return .hubUnavailable(reason: error.summary)
-            case .item: break
-            }
+            if let notTheItems = PipelineEngine<ReplaySend>.Outcome(notTheItemsFault: error) { return notTheItems }
             tally.count { $0.failed += 1 }
             metrics.failed.increment()
             let source = KafkaMessage(topic: work.record.sourceTopic, partition: work.record.sourcePartition,

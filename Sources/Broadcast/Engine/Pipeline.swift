@@ -19,6 +19,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case attemptFailed(AttemptFailure)
         case commitFinished([TopicPartitionOffset], succeeded: Bool)
         case tick
+        /// Time to bring the gauges up to date (once a second, not on every tick or event).
+        case gauges
         case shutdown
     }
 
@@ -26,8 +28,10 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         public var engine = Engine.Configuration()
         /// How long one fetch waits for records before the engine hears it timed out.
         public var fetchWait: Duration = .milliseconds(250)
-        /// How often deadlines, commits, probes and the lag gauge are checked.
+        /// How often deadlines, commits, probes and throttling pauses are checked.
         public var tickInterval: Duration = .milliseconds(50)
+        /// How often the gauges (in flight, concurrency, lag, the sender's own) are refreshed.
+        public var gaugeInterval: Duration = .seconds(1)
         public init() {}
     }
 
@@ -44,6 +48,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     let events: AsyncStream<(Event, Duration)>
     let stream: AsyncStream<(Event, Duration)>.Continuation
     let revokes: RevokeRendezvous
+    /// Puts an event on the loop's stream, stamped with the time it happened.
+    let post: @Sendable (Event) -> Void
 
     public init(source: any RecordSource, preparer: Preparer, sender: Delivery, deadLetters: any DeadLetterSink,
                 configuration: Configuration, metrics: PipelineMetrics, logger: Logger, clock: C) {
@@ -61,6 +67,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         let revokes = RevokeRendezvous(timeout: configuration.engine.revokeTimeout + .seconds(5))
         self.revokes = revokes
         let post: @Sendable (Event) -> Void = { [stream, origin, clock] in stream.yield(($0, origin.duration(to: clock.now))) }
+        self.post = post
         source.setRebalanceHandlers(RebalanceHandlers(
             onAssign: { post(.assigned($0)) },
             onRevoke: { partitions in revokes.revoke { post(.revoked(partitions, $0)) } }))
@@ -73,9 +80,6 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         post(.shutdown)
     }
 
-    private func post(_ event: Event) {
-        stream.yield((event, now()))
-    }
 
     public func run() async throws {
         await withGracefulShutdownHandler {
@@ -132,11 +136,10 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             engine.commitFinished(offsets, succeeded: succeeded)
             return []
         case .tick:
-            metrics.inFlight.set(engine.sendsInFlight)
-            metrics.concurrency.set(engine.limit)
-            metrics.lag.set(source.lag)
-            sender.refreshMetrics()
             return engine.tick(now: now)
+        case .gauges:
+            refreshGauges(engine)
+            return []
         case .shutdown:
             logger.info("Shutdown requested", metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
             return engine.shutdownRequested(now: now)
@@ -181,13 +184,20 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                                metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
                 group.cancelAll()
             case .finish(let offsets):
+                refreshGauges(engine)
                 group.cancelAll()
                 await finish(committing: offsets)
                 return true
             }
         }
-        metrics.inFlight.set(engine.sendsInFlight)
         return false
+    }
+
+    private func refreshGauges(_ engine: Engine) {
+        metrics.inFlight.set(engine.sendsInFlight)
+        metrics.concurrency.set(engine.limit)
+        metrics.lag.set(source.lag)
+        sender.refreshMetrics()
     }
 
     /// Last words: make dead letters durable, then commit; without a durable sink nothing is committed.
@@ -231,16 +241,15 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     }
 
     private func tick() async {
+        var sinceGauges: Duration = .zero
         while !Task.isCancelled {
             do { try await clock.sleep(for: configuration.tickInterval) } catch { return }
             post(.tick)
+            sinceGauges += configuration.tickInterval
+            if sinceGauges >= configuration.gaugeInterval {
+                sinceGauges = .zero
+                post(.gauges)
+            }
         }
-    }
-}
-
-extension PipelineEngine {
-    /// True when a record of this partition would be taken now (so it is worth preparing).
-    public func accepts(_ partition: TopicPartition) -> Bool {
-        phase == .running && isOwned(partition)
     }
 }

@@ -74,16 +74,17 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
     /// Sends started and not yet ended (dead-letter writes not included).
     public var sendsInFlight: Int { running.values.count { $0.isSend && !$0.orphaned } }
-    /// Jobs started and not yet ended, of every kind.
-    public var jobsInFlight: Int { running.count }
     /// Jobs waiting for a slot.
     public var queued: Int { heldQueue.count + sendQueue.count + deadLetterQueue.count }
     /// Sends allowed in flight now.
     public var limit: Int { limiter.limit }
     public func isOwned(_ partition: TopicPartition) -> Bool { owned.contains(partition) }
 
-    /// True once the source has given this member partitions.
-    public var ownsPartitions: Bool { !owned.isEmpty }
+    /// True when a record of this partition would be taken now (so it is worth preparing).
+    public func accepts(_ partition: TopicPartition) -> Bool {
+        phase == .running && isOwned(partition)
+    }
+
     /// Offsets that would be committed now.
     public var committable: [TopicPartitionOffset] { tracker.committable() }
 

@@ -55,12 +55,7 @@ public final class HubSender: Sender {
 
     /// Whose fault: the hub's (hold, pause, probe), throttling (wait), or the item's (dead-letter).
     func classify(_ error: SendFailure, of send: NewsSend) -> PipelineEngine<NewsSend>.Outcome {
-        switch error.owner {
-        case .nobody: return .abandoned
-        case .throttling: return .throttled(retryAfter: nil)
-        case .hub: return .hubUnavailable(reason: error.summary)
-        case .item: break
-        }
+        if let notTheItems = PipelineEngine<NewsSend>.Outcome(notTheItemsFault: error) { return notTheItems }
         metrics.failed.increment()
         logger.error("Send failed", metadata: ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
                                                 "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
@@ -69,6 +64,19 @@ public final class HubSender: Sender {
             reason: error.reason.name, error: error.message, status: error.status, attempts: error.attempts,
             message: send.source.value, itemID: send.itemID, category: send.category, audience: send.planned.tagExpression,
             source: send.source, firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt))
+    }
+}
+
+extension PipelineEngine.Outcome {
+    /// How a failure that is not the item's fault ends (cancelled, throttled, the hub's); nil
+    /// for an item failure, which the caller dead-letters with what it knows of the item.
+    public init?(notTheItemsFault error: SendFailure) {
+        switch error.owner {
+        case .nobody: self = .abandoned
+        case .throttling: self = .throttled(retryAfter: nil)
+        case .hub: self = .hubUnavailable(reason: error.summary)
+        case .item: return nil
+        }
     }
 }
 

@@ -20,9 +20,4 @@ public struct RecentIDs: Sendable {
     }
 
     public func contains(_ id: String) -> Bool { members.contains(id) }
-
-    /// Forgets `id` (its send failed to start and it will be read again).
-    public mutating func remove(_ id: String) {
-        members.remove(id)
-    }
 }

@@ -93,8 +93,6 @@ final class RDKafkaClient: @unchecked Sendable {
         return try body(handle)
     }
 
-    var isOpen: Bool { lifecycle.withLock { $0.isOpen } }
-
     /// Asks the cluster for metadata: proves that a broker answers.
     func checkReachable(timeoutMs: Int32) throws(KafkaError) {
         var metadata: UnsafePointer<rd_kafka_metadata>?
