@@ -5,21 +5,19 @@ import Logging
 import NotificationHubs
 import Synchronization
 
-/// Re-sends through the same client and retry path as `run`, at most `--rate` per second; what
-/// fails again becomes a new dead-letter record with the attempts added up.
+/// Re-sends through the same client and retry path as `run` (paced by the engine, at most `--rate`
+/// per second); what fails again becomes a new dead-letter record with the attempts added up.
 final class ReplaySender: Sender {
     let client: NotificationHubClient?
     let tally: ReplayTally
     let metrics: PipelineMetrics
     let logger: Logger
-    private let limiter: Mutex<RateLimiter?>
 
-    init(client: NotificationHubClient?, rate: Double?, tally: ReplayTally, metrics: PipelineMetrics, logger: Logger) {
+    init(client: NotificationHubClient?, tally: ReplayTally, metrics: PipelineMetrics, logger: Logger) {
         self.client = client
         self.tally = tally
         self.metrics = metrics
         self.logger = logger
-        limiter = Mutex(rate.map { RateLimiter(rate: $0, now: Date().timeIntervalSince1970) })
     }
 
     func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void) {}
@@ -28,10 +26,6 @@ final class ReplaySender: Sender {
     func deliver(_ work: ReplaySend) async -> PipelineEngine<ReplaySend>.Outcome {
         // A dry run plans no sends, so a replay without a client never gets here.
         guard let client else { return .abandoned }
-        let wait = limiter.withLock { $0?.reserve(now: Date().timeIntervalSince1970) ?? 0 }
-        if wait > 0 {
-            do { try await Task.sleep(for: .milliseconds(Int64(wait * 1000))) } catch { return .abandoned }
-        }
         do {
             _ = try await client.sendTemplate(properties: work.send.properties, tagExpression: work.send.tagExpression)
             tally.count { $0.sent += 1 }

@@ -53,7 +53,7 @@ public final class Replayer: Service, Sendable {
         if configuration.dryRun { records = NonCommittingSource(base: records) }
         var shell = ReplayPipeline.Configuration()
         shell.engine.maxInFlight = configuration.concurrency
-        shell.engine.minInFlight = max(1, configuration.concurrency / 4)
+        shell.engine.pacing.maxRate = configuration.rate
         shell.engine.batchSize = 500
         shell.engine.maxQueued = max(1000, configuration.concurrency * 2)
         shell.engine.drainTimeout = configuration.drainTimeout
@@ -61,7 +61,7 @@ public final class Replayer: Service, Sendable {
         shell.engine.stopWhenIdle = configuration.idle
         pipeline = Pipeline(
             source: records, preparer: ReplayPreparer(configuration: configuration, tally: tally, metrics: metrics, report: report),
-            sender: ReplaySender(client: client, rate: configuration.rate, tally: tally, metrics: metrics, logger: logger),
+            sender: ReplaySender(client: client, tally: tally, metrics: metrics, logger: logger),
             deadLetters: deadLetters ?? NoDeadLetterSink(), configuration: shell, metrics: metrics, logger: logger, clock: ContinuousClock())
     }
 

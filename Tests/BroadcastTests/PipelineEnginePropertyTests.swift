@@ -25,7 +25,6 @@ import Testing
         init() {
             var c = Engine.Configuration()
             c.maxInFlight = 6
-            c.minInFlight = 2
             c.maxQueued = 20
             c.batchSize = 5
             c.revokeTimeout = .seconds(3)

@@ -7,7 +7,6 @@ import Testing
     func engine(_ tweak: (inout Engine.Configuration) -> Void = { _ in }) -> Engine {
         var c = Engine.Configuration()
         c.maxInFlight = 8
-        c.minInFlight = 2
         c.drainTimeout = .seconds(5)
         c.revokeTimeout = .seconds(3)
         tweak(&c)
@@ -66,7 +65,7 @@ import Testing
     }
 
     @Test func queuedSendsOfALeavingPartitionNeverStartAndTheRevokeIsBoundedByItsTimeout() {
-        var e = engine { $0.maxInFlight = 2; $0.minInFlight = 1 }
+        var e = engine { $0.maxInFlight = 2 }
         var done = Performed(e.assigned([p0], now: .zero))
         done.add(e.received((0..<5).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
         #expect(done.sends.count == 2)
@@ -170,7 +169,7 @@ import Testing
         #expect(done.sends.count == 8)
         done.add(e.tick(now: .seconds(6)))
         #expect(done.sends.count > 8)
-        #expect(e.limit < 8, "throttling lowered the limit")
+        #expect(e.paceRate(now: .seconds(6)) != nil, "throttling turned pacing on")
         for (id, _) in done.sends.dropFirst(8) { done.add(e.sendFinished(id, .delivered, now: .seconds(6))) }
         #expect(done.deadLetters.isEmpty)
     }
@@ -239,7 +238,7 @@ import Testing
     }
 
     @Test func anExhaustedSourceFinishesOnlyOnceEverythingTakenIsDone() {
-        var e = engine { $0.maxInFlight = 2; $0.minInFlight = 1 }
+        var e = engine { $0.maxInFlight = 2 }
         var done = Performed(e.started(now: .zero))
         done.add(e.assigned([p0], now: .zero))
         done.add(e.received((0..<4).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))

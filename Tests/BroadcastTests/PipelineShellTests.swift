@@ -17,7 +17,6 @@ import Testing
             self.sender = sender
             var configuration = Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>.Configuration()
             configuration.engine.maxInFlight = 8
-            configuration.engine.minInFlight = 2
             configuration.engine.drainTimeout = drain
             configuration.engine.revokeTimeout = .seconds(3)
             var logger = Logger(label: "test")

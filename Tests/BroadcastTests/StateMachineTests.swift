@@ -52,22 +52,3 @@ import Testing
         #expect(t.committable() == [TopicPartitionOffset(p0, offset: 5000)])
     }
 }
-
-@Suite struct AIMDLimiterTests {
-    @Test func halvesOnThrottleOncePerCooldownAndRecoversAdditively() {
-        var l = AIMDLimiter(minimum: 2, maximum: 64, cooldownSeconds: 1)
-        #expect(l.limit == 64)
-        l.throttled(atSeconds: 10)
-        #expect(l.limit == 32)
-        l.throttled(atSeconds: 10.5)
-        #expect(l.limit == 32, "one decrease per cooldown")
-        l.throttled(atSeconds: 11)
-        #expect(l.limit == 16)
-        for _ in 0..<16 { l.succeeded() }
-        #expect(l.limit == 16 || l.limit == 17)
-        for _ in 0..<2000 { l.succeeded() }
-        #expect(l.limit == 64)
-        for t in 0..<20 { l.throttled(atSeconds: 100 + Double(t)) }
-        #expect(l.limit == 2)
-    }
-}

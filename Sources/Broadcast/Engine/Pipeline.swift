@@ -19,6 +19,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case attemptFailed(AttemptFailure)
         case commitFinished([TopicPartitionOffset], succeeded: Bool)
         case tick
+        /// The pacer's token the engine asked to be woken for (`wakeAt`).
+        case wake(Duration)
         /// Time to bring the gauges up to date (once a second, not on every tick or event).
         case gauges
         case shutdown
@@ -88,9 +90,20 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 var engine = Engine(configuration: configuration.engine)
                 var preparer = self.preparer
                 var finished = await perform(engine.started(now: now()), engine: engine, group: &group)
+                // The pacer's next token, when a send waits for one: a timer wakes the engine then,
+                // finer than the tick. One timer at a time; a later one is left to run out.
+                var wake: Duration?
                 for await (event, time) in events where !finished {
+                    if case .wake(let at) = event, at == wake { wake = nil }
                     let actions = handle(event, at: time, engine: &engine, preparer: &preparer)
                     finished = await perform(actions, engine: engine, group: &group)
+                    if !finished, let at = engine.wakeAt(now: time), at < wake ?? .seconds(Int64.max) {
+                        wake = at
+                        group.addTask {
+                            try? await self.clock.sleep(until: self.origin.advanced(by: at), tolerance: nil)
+                            self.post(.wake(at))
+                        }
+                    }
                 }
                 // The stream ends only when this task is cancelled: finish with what is finished.
                 if !finished { _ = await perform(engine.cancelled(), engine: engine, group: &group) }
@@ -126,16 +139,12 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case .deadLetterWritten(let id, let stored):
             if stored { metrics.deadLettered.increment() }
             return engine.deadLetterWritten(id, stored: stored, now: now)
-        case .attemptFailed(.throttled):
-            engine.attemptThrottled(now: now)
-            metrics.concurrency.set(engine.limit)
-            return []
         case .attemptFailed(.noAnswer(let reason)):
             return engine.attemptGotNoAnswer(reason: reason, now: now)
         case .commitFinished(let offsets, let succeeded):
             engine.commitFinished(offsets, succeeded: succeeded)
             return []
-        case .tick:
+        case .tick, .wake:
             return engine.tick(now: now)
         case .gauges:
             refreshGauges(engine)
@@ -194,6 +203,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     }
 
     private func refreshGauges(_ engine: Engine) {
+        metrics.paceRate.set(engine.paceRate(now: now()) ?? 0)
         metrics.inFlight.set(engine.sendsInFlight)
         metrics.concurrency.set(engine.limit)
         metrics.lag.set(source.lag)

@@ -16,10 +16,10 @@ public struct RecordPosition: Hashable, Sendable, CustomStringConvertible {
 extension PipelineEngine {
     /// How the engine batches, bounds, commits and waits.
     public struct Configuration: Sendable {
-        /// Sends in flight at most (the adaptive limiter's ceiling).
+        /// Sends in flight at most: a cap; the pacer's rate is what adapts to the hub.
         public var maxInFlight = 64
-        /// The limiter's floor under sustained throttling.
-        public var minInFlight = 4
+        /// How sends are paced to the hub's quota (learnt from throttling, or a known `maxRate`).
+        public var pacing = HubPacer.Configuration()
         /// Records asked of the source at once.
         public var batchSize = 500
         /// Jobs waiting for a slot before the engine stops asking the source for more: the
@@ -34,8 +34,6 @@ extension PipelineEngine {
         public var probeInterval: Duration = .seconds(2)
         /// While the hub is unavailable, how often that is reported.
         public var hubReportInterval: Duration = .seconds(60)
-        /// A send still throttled after the client's retries pauses the hub this long (without `Retry-After`).
-        public var throttlePause: Duration = .seconds(1)
         /// Stop once the source has been idle this long with nothing in flight (demo, tests); nil: never.
         public var stopWhenIdle: Duration?
 
@@ -74,7 +72,7 @@ extension PipelineEngine {
         case failed(DeadLetterRecord)
         /// The hub's fault (credentials refused, TLS, DNS, no answer): hold the send, pause, probe.
         case hubUnavailable(reason: String)
-        /// Still throttled after the client's retries: wait and send again, never dead-letter.
+        /// Throttled (429, quota 403): the hub's pacing pauses, the send goes again; never dead-lettered.
         case throttled(retryAfter: Duration?)
         /// Cancelled at shutdown: unfinished, read again later.
         case abandoned

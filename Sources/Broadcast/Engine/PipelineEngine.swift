@@ -28,6 +28,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         var isProbe = false
         /// Its partition left (or the run finished): its end changes nothing.
         var orphaned = false
+        /// The pacer's epoch when it started: a throttle of it lowers the rate only once per epoch.
+        var epoch = 0
         var isSend: Bool { if case .send = job.kind { true } else { false } }
     }
 
@@ -52,22 +54,20 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     private var deadLetterQueue: Deque<Job> = []
     private var running: [JobID: Running] = [:]
     private var revokes: [RevokeID: PendingRevoke] = [:]
-    private var limiter: AIMDLimiter
+    private var pacer: HubPacer
     private var nextJobID: JobID = 0
     private var fetching = false
     /// The source said nothing more will come: finish once everything taken is done.
     private var exhausted = false
     private var committing = false
     private var nextCommitAt: Duration = .zero
-    /// A throttled hub (Retry-After, or throttled after every retry) takes no sends before this.
-    private var pausedUntil: Duration = .zero
     private var nextProbeAt: Duration = .zero
     private var lastHubReportAt: Duration = .zero
     private var lastActivityAt: Duration?
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        limiter = AIMDLimiter(minimum: configuration.minInFlight, maximum: configuration.maxInFlight)
+        pacer = HubPacer(configuration: configuration.pacing)
     }
 
     // MARK: What the shell reads (metrics, readiness)
@@ -76,8 +76,17 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     public var sendsInFlight: Int { running.values.count { $0.isSend && !$0.orphaned } }
     /// Jobs waiting for a slot.
     public var queued: Int { heldQueue.count + sendQueue.count + deadLetterQueue.count }
-    /// Sends allowed in flight now.
-    public var limit: Int { limiter.limit }
+    /// Sends allowed in flight.
+    public var limit: Int { configuration.maxInFlight }
+    /// Sends per second allowed now (nil: not paced, the hub has not throttled).
+    public func paceRate(now: Duration) -> Double? { pacer.rate(now: now) }
+
+    /// When the shell must wake the engine (with `tick`) although no event came: a send waits for
+    /// the pacer's next token. nil: no wait, or one that an event or the regular tick ends.
+    public func wakeAt(now: Duration) -> Duration? {
+        guard phase == .running, running.count < limit, !heldQueue.isEmpty || !sendQueue.isEmpty else { return nil }
+        return pacer.nextTokenAt(now: now)
+    }
     public func isOwned(_ partition: TopicPartition) -> Bool { owned.contains(partition) }
 
     /// True when a record of this partition would be taken now (so it is worth preparing).
@@ -167,7 +176,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         var actions: [Action] = []
         switch outcome {
         case .delivered:
-            limiter.succeeded()
+            pacer.accepted(now: now)
             if case .unavailable(let since, _) = hub {
                 hub = .available
                 actions.append(.reportHubAvailable(after: now - since))
@@ -189,8 +198,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             nextProbeAt = now + configuration.probeInterval
             hold(run)
         case .throttled(let retryAfter):
-            limiter.throttled(atSeconds: now.inSeconds)
-            pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.throttlePause))
+            // The pacer pauses every send to the hub, and lowers its rate once per epoch.
+            pacer.throttled(epoch: run.epoch, retryAfter: retryAfter, now: now)
             hold(run)
         case .abandoned:
             break
@@ -205,11 +214,6 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             jobEnded(run)
         }
         return settle(now: now)
-    }
-
-    /// One attempt was throttled (heard while the client still retries): lower the limit early.
-    public mutating func attemptThrottled(now: Duration) {
-        limiter.throttled(atSeconds: now.inSeconds)
     }
 
     /// An attempt got no answer while its send still retries (each retry may take a whole request
@@ -362,20 +366,21 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
     private mutating func startJobs(now: Duration, into actions: inout [Action]) {
         // Dead-letter writes do not touch the hub: they go whatever its state.
-        while running.count < limiter.limit, let job = deadLetterQueue.popFirst() {
+        while running.count < limit, let job = deadLetterQueue.popFirst() {
             running[job.id] = Running(job: job)
             guard case .deadLetter(let record) = job.kind else { continue }
             actions.append(.writeDeadLetter(job.id, record))
         }
-        guard phase == .running, now >= pausedUntil else { return }
+        guard phase == .running else { return }
         var probe = false
         if case .unavailable = hub {
             // One send at a time probes an unavailable hub.
             guard now >= nextProbeAt, !running.values.contains(where: \.isProbe) else { return }
             probe = true
         }
-        while running.count < limiter.limit, let job = heldQueue.popFirst() ?? sendQueue.popFirst() {
-            running[job.id] = Running(job: job, isProbe: probe)
+        while running.count < limit, !heldQueue.isEmpty || !sendQueue.isEmpty, let epoch = pacer.take(now: now),
+              let job = heldQueue.popFirst() ?? sendQueue.popFirst() {
+            running[job.id] = Running(job: job, isProbe: probe, epoch: epoch)
             if case .send(let send) = job.kind { actions.append(.send(job.id, send)) }
             if probe { return }
         }

@@ -30,8 +30,6 @@ public protocol RecordPreparer: Sendable {
 
 /// What one failed attempt of a send that is still retrying says about the hub.
 public enum AttemptFailure: Sendable, Equatable {
-    /// 429, a quota 403 or a 5xx: slow down.
-    case throttled
     /// No answer at all (refused connection, timeout, DNS): the hub may be gone.
     case noAnswer(reason: String)
 }
@@ -41,8 +39,8 @@ public protocol Sender: Sendable {
     associatedtype Send: Sendable
     func deliver(_ send: Send) async -> PipelineEngine<Send>.Outcome
     /// An attempt failed while its send still retries; the pipeline installs this, so the engine
-    /// slows down on throttling and stops starting sends when the hub stops answering, without
-    /// waiting for every retry of the sends in flight.
+    /// stops starting sends when the hub stops answering, without waiting for every retry of the
+    /// sends in flight. (Throttling is not heard here: a throttled send ends, for the pacer.)
     func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void)
     /// Brings the sender's own gauges up to date (called on every tick, off the send path).
     func refreshMetrics()

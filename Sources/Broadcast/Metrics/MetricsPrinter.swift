@@ -74,6 +74,9 @@ public struct MetricsPrinter: Service {
         w.endObject()
         w.key("lag")
         w.number(Int64(s.meter("hubcast_lag")))
+        w.key("paceRate")
+        let paceRate = s.meter("hubcast_pace_rate")
+        if paceRate > 0 { w.raw(String(format: "%.1f", paceRate).utf8) } else { w.null() }
         w.key("hubAvailable")
         w.bool(s.meter("hubcast_hub_available") != 0)
         w.key("sasTokensMinted")

@@ -19,6 +19,8 @@ public struct PipelineMetrics: Sendable {
     public let lag = Meter(label: "hubcast_lag")
     /// 1 while the hub takes sends, 0 while it is held as unavailable (credentials, TLS, no answer).
     public let hubAvailable = Meter(label: "hubcast_hub_available")
+    /// Sends per second the pacer allows the hub now; 0 while unpaced (the hub has not throttled).
+    public let paceRate = Meter(label: "hubcast_pace_rate")
     public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
     public let sendLatency = Timer(label: "hubcast_send_latency")
     private let endToEnd: [String: Timer]

@@ -13,10 +13,13 @@ public final class HubSender: Sender {
     let clock: @Sendable () -> Double
     private let attemptListener = AttemptListener()
 
-    /// Creates the client too, so that its throttled attempts reach the pipeline's limiter.
+    /// Creates the client too: throttled sends come back at once (the engine's pacer waits for the
+    /// whole hub), and unanswered attempts reach the engine while the send still retries.
     public init(configuration: NotificationHubConfiguration, transport: CurlTransport, delivered: DeliveredSends,
                 metrics: PipelineMetrics, logger: Logger, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         let listener = attemptListener
+        var configuration = configuration
+        configuration.retry.retriesThrottling = false
         client = NotificationHubClient(configuration: configuration, transport: transport, logger: logger, attemptFailed: { reason, status in
             if let failure = AttemptFailure(reason, status: status) { listener.fire(failure) }
         })
@@ -47,7 +50,8 @@ public final class HubSender: Sender {
             }
             return .delivered
         } catch {
-            metrics.retried.increment(by: max(0, error.attempts - 1))
+            // A throttled send goes again once the hub's pause is over: that is a retry too.
+            metrics.retried.increment(by: max(0, error.attempts - 1) + (error.owner == .throttling ? 1 : 0))
             metrics.throttled.increment(by: error.throttledAttempts)
             return classify(error, of: send)
         }
@@ -73,7 +77,7 @@ extension PipelineEngine.Outcome {
     public init?(notTheItemsFault error: SendFailure) {
         switch error.owner {
         case .nobody: self = .abandoned
-        case .throttling: self = .throttled(retryAfter: nil)
+        case .throttling: self = .throttled(retryAfter: error.retryAfter)
         case .hub: self = .hubUnavailable(reason: error.summary)
         case .item: return nil
         }
@@ -90,10 +94,9 @@ final class AttemptListener: Sendable {
 }
 
 extension AttemptFailure {
-    /// What a retried attempt says about the hub; nil when it says nothing (an answer that is not throttling).
+    /// What a retried attempt says about the hub; nil when it says nothing (it answered).
     init?(_ reason: FailureReason, status: Int?) {
         switch reason {
-        case .throttled, .serverError: self = .throttled
         case .timeout where status == nil, .transport: self = .noAnswer(reason: "\(reason): no answer from the hub")
         default: return nil
         }

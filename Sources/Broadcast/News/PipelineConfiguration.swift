@@ -3,10 +3,10 @@ import News
 /// How the pipeline batches, bounds and commits.
 public struct PipelineConfiguration: Sendable {
     public var categories: Categories
-    /// Sends in flight at most (the AIMD limiter's ceiling).
+    /// Sends in flight at most: a cap, not what adapts to the hub (the pacer's rate does).
     public var concurrency = 64
-    /// The limiter's floor under sustained throttling.
-    public var minConcurrency = 4
+    /// A known quota of the hub, in sends per second: never exceeded. nil: learnt from throttling.
+    public var maxRate: Double?
     /// Messages taken from the consumer at once.
     public var batchSize = 500
     /// No longer used: the engine takes a batch as soon as a record arrives and asks for the next

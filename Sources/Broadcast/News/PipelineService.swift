@@ -36,7 +36,7 @@ public enum PipelineService {
     static func shell(_ c: PipelineConfiguration) -> NewsPipeline.Configuration {
         var shell = NewsPipeline.Configuration()
         shell.engine.maxInFlight = c.concurrency
-        shell.engine.minInFlight = min(c.minConcurrency, c.concurrency)
+        shell.engine.pacing.maxRate = c.maxRate
         shell.engine.batchSize = c.batchSize
         shell.engine.maxQueued = max(c.batchSize * 2, c.concurrency * 2)
         shell.engine.commitInterval = c.commitInterval

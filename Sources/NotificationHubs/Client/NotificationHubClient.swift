@@ -162,9 +162,15 @@ public final class NotificationHubClient: Sendable {
                 refreshed = true
                 token = tokens.refresh(for: resource, rejected: token)
             case .retry(let reason):
-                // Heard per attempt, so adaptive concurrency reacts while the retries are still pending.
+                if reason == .throttled {
+                    throttled += 1
+                    guard configuration.retry.retriesThrottling else {
+                        throw failure(reason, status, message, attempts, throttled, firstAttemptAt,
+                                      retryAfter: retryAfter.map { min($0, configuration.retry.maxRetryAfter) })
+                    }
+                }
+                // Heard per attempt, so that the caller notices a hub that stopped answering while retries are pending.
                 attemptFailed(reason, status)
-                if reason == .throttled { throttled += 1 }
                 guard attempts < configuration.retry.maxAttempts else {
                     throw failure(reason, status, message, attempts, throttled, firstAttemptAt)
                 }
@@ -183,9 +189,9 @@ public final class NotificationHubClient: Sendable {
     }
 
     private func failure(_ reason: FailureReason, _ status: Int?, _ message: String, _ attempts: Int, _ throttled: Int,
-                         _ firstAttemptAt: Double) -> SendFailure {
+                         _ firstAttemptAt: Double, retryAfter: Duration? = nil) -> SendFailure {
         SendFailure(reason: reason, status: status, message: message, attempts: attempts, throttledAttempts: throttled,
-                    firstAttemptAt: firstAttemptAt, lastAttemptAt: clock())
+                    firstAttemptAt: firstAttemptAt, lastAttemptAt: clock(), retryAfter: retryAfter)
     }
 
     /// The `<Detail>` of NH's XML error body, else the body's start.

@@ -47,9 +47,12 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
     /// Seconds since the epoch of the first and the last attempt (0 when none was made).
     public var firstAttemptAt: Double
     public var lastAttemptAt: Double
+    /// The hub's `Retry-After` on the last attempt, if it gave one.
+    public var retryAfter: Duration?
 
     public init(reason: FailureReason, status: Int?, message: String, attempts: Int, throttledAttempts: Int,
-                firstAttemptAt: Double, lastAttemptAt: Double) {
+                firstAttemptAt: Double, lastAttemptAt: Double, retryAfter: Duration? = nil) {
+        self.retryAfter = retryAfter
         self.reason = reason
         self.status = status
         self.message = message

@@ -7,6 +7,10 @@ public struct RetryPolicy: Sendable, Equatable {
     public var maxDelay: Duration = .seconds(60)
     /// A server's `Retry-After` is obeyed up to this long.
     public var maxRetryAfter: Duration = .seconds(300)
+    /// False: a throttled attempt ends the send at once (reason `throttled`, with the hub's
+    /// `Retry-After`), for a caller that paces every send to the hub itself. One request sleeping
+    /// through its own `Retry-After` while the others go on is how a quota is never met.
+    public var retriesThrottling = true
 
     public init(maxAttempts: Int = 5, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(60)) {
         self.maxAttempts = maxAttempts

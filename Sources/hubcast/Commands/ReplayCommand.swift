@@ -62,7 +62,7 @@ struct ReplayCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print what would be sent (counts per category and reason, the first records) and send nothing.")
     var dryRun = false
 
-    @Option(name: .long, help: ArgumentHelp("Sends per second at most (default: no cap).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Sends per second at most (default: no cap; the rate is learnt from the hub's throttling either way).", valueName: "n"))
     var rate: Double?
 
     @Option(name: .long, help: ArgumentHelp("Sends in flight at most (default 16).", valueName: "n"))
@@ -99,7 +99,9 @@ struct ReplayCommand: AsyncParsableCommand {
         var sink: (any DeadLetterSink)?
         var producer: KafkaProducer?
         if !dryRun {
-            let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
+            var (hubConfig, transportConfig) = try hubOptions.configuration(settings)
+            // The engine's pacer waits out throttling for the whole hub, as in `run`.
+            hubConfig.retry.retriesThrottling = false
             client = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
             (sink, producer) = try PipelineOptions.sink(sinkSpec, kafka: kafkaConfig, logger: logger)
         }

@@ -11,10 +11,13 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Consumer group (env HUBCAST_GROUP; default hubcast).", valueName: "id"))
     var group: String?
 
-    @Option(name: .long, help: ArgumentHelp("Sends in flight at most, and HTTP connections kept open (up to 512); the adaptive limit never exceeds it (env HUBCAST_CONCURRENCY; default 64).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Sends in flight at most, and HTTP connections kept open (up to 512): a cap; the pace adapts to the hub's throttling by rate (env HUBCAST_CONCURRENCY; default 64).", valueName: "n"))
     var concurrency: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Lowest the adaptive limit goes under throttling (env HUBCAST_MIN_CONCURRENCY; default 4).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("The hub's quota if known, in sends per second: never exceeded; without it the rate is learnt from throttling (env HUBCAST_MAX_RATE; default: learnt).", valueName: "n"))
+    var maxRate: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Ignored, kept so existing settings still parse: throttling now lowers the send rate, not the concurrency (env HUBCAST_MIN_CONCURRENCY).", valueName: "n"))
     var minConcurrency: Int?
 
     @Option(name: .long, help: ArgumentHelp("Messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 500).", valueName: "n"))
@@ -53,7 +56,8 @@ struct PipelineOptions: ParsableArguments {
     func configuration(_ settings: Settings, categories: Categories) throws(CLIError) -> PipelineConfiguration {
         var config = PipelineConfiguration(categories: categories)
         config.concurrency = try settings.int(concurrency, "concurrency", default: 64, range: 1...10_000)
-        config.minConcurrency = try settings.int(minConcurrency, "min-concurrency", default: min(4, config.concurrency), range: 1...config.concurrency)
+        _ = try settings.int(minConcurrency, "min-concurrency", default: 1, range: 1...10_000)
+        config.maxRate = try settings.double(maxRate, "max-rate", range: 0.1...1_000_000)
         config.batchSize = try settings.int(batchSize, "batch-size", default: 500, range: 1...100_000)
         config.batchLinger = .milliseconds(try settings.int(batchLingerMs, "batch-linger-ms", default: 5, range: 0...60_000))
         config.commitInterval = .milliseconds(try settings.int(commitIntervalMs, "commit-interval-ms", default: 1000, range: 10...600_000))

@@ -57,6 +57,19 @@ struct Settings {
         return resolved
     }
 
+    /// An optional number (nil when set nowhere), checked against `range`.
+    func double(_ flag: Double?, _ name: String, range: ClosedRange<Double>) throws(CLIError) -> Double? {
+        var resolved = flag
+        if resolved == nil, let text = string(nil, name) {
+            guard let parsed = Double(text), parsed.isFinite else { throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not a number") }
+            resolved = parsed
+        }
+        if let resolved, !range.contains(resolved) {
+            throw .usage("--\(name) must be between \(range.lowerBound) and \(range.upperBound), got \(resolved)")
+        }
+        return resolved
+    }
+
     /// A true/false setting: the flag if given, else `true` or `false` (any case) from the environment
     /// or the config file; anything else is refused rather than read as false.
     func bool(_ flag: Bool, _ name: String) throws(CLIError) -> Bool {
