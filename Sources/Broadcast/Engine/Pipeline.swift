@@ -83,6 +83,9 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     }
 
 
+    // `run` is called through `Service`, so without this every event, action and send of the
+    // news pipeline ran as unspecialised generic code (runtime metadata lookups in the profile).
+    @_specialize(exported: false, where Preparer == NewsPreparer, Delivery == HubSender, C == ContinuousClock)
     public func run() async throws {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in

@@ -21,6 +21,8 @@ public enum PipelineService {
                               metrics: PipelineMetrics, logger: Logger) -> HubSender {
         var transport = transport
         transport.maxConnectionsPerHost = min(configuration.concurrency, 512)
+        // All a send reads of the hub's answer (NotificationHubClient.accepted and its retries).
+        transport.keptResponseHeaders = ["location", "trackingid", "retry-after"]
         return HubSender(configuration: hub, transport: CurlTransport(configuration: transport, logger: logger),
                          delivered: DeliveredSends(capacity: configuration.dedupeWindow), metrics: metrics, logger: logger)
     }

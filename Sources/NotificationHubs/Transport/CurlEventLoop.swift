@@ -26,12 +26,15 @@ final class CurlEventLoop: @unchecked Sendable {
     // Loop-thread state.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idleHandles: [UnsafeMutableRawPointer] = []
+    /// `keptResponseHeaders` as bytes, for the header callback.
+    let keptHeaders: [[UInt8]]?
 
     init(configuration: TransportConfiguration, logger: Logger) {
         _ = Self.globalInit
         multi = curl_multi_init()!
         self.configuration = configuration
         self.logger = logger
+        keptHeaders = configuration.keptResponseHeaders.map { $0.map { Array($0.lowercased().utf8) } }
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxConnectionsPerHost)
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
@@ -117,17 +120,38 @@ final class CurlEventLoop: @unchecked Sendable {
 
     private static let cancelledError = TransportError(kind: .cancelled, code: Int32(CURLE_ABORTED_BY_CALLBACK.rawValue), message: "the request was cancelled")
 
+    /// A new handle with the options every request shares; a handle is reused without
+    /// `curl_easy_reset`, which would throw these away and have them set again on every request.
+    private func makeHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else { return nil }
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, configuration.insecure ? 0 : 1)
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, configuration.insecure ? 0 : 2)
+        if let caFile = configuration.caFile { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile) }
+        hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
+        hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        return easy
+    }
+
     private func start(_ transfer: Transfer) {
-        guard let easy = idleHandles.popLast() ?? curl_easy_init() else {
+        guard let easy = idleHandles.popLast() ?? makeHandle() else {
             transfer.finish(.failure(TransportError(kind: .other, code: 0, message: "libcurl could not create a handle")))
             return
         }
         let request = transfer.request
+        transfer.keptHeaders = keptHeaders
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_URL, request.url)
+        // What the previous request on this handle set differently: its method.
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, nil)
         switch request.method {
         case .get: hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
-        case .delete: hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, "DELETE")
+        case .delete:
+            hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+            hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, "DELETE")
         case .post, .put, .patch:
             let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, request.body.count), alignment: 1)
             request.body.withUnsafeBytes { body.copyMemory(from: $0) }
@@ -144,16 +168,7 @@ final class CurlEventLoop: @unchecked Sendable {
         transfer.headerList = list
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
         hubcast_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeout.milliseconds))
-        hubcast_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
-        hubcast_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        hubcast_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, configuration.insecure ? 0 : 1)
-        hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, configuration.insecure ? 0 : 2)
-        if let caFile = configuration.caFile { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile) }
-        hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         transfer.easy = easy
         transfer.started = .now
@@ -187,8 +202,9 @@ final class CurlEventLoop: @unchecked Sendable {
         let transfer = active.removeValue(forKey: easy)
         transfer?.easy = nil
         transfer?.finish(result)
-        // The handle goes back to the pool; its connection stays in the multi handle's cache.
-        curl_easy_reset(easy)
+        // The handle goes back to the pool, keeping its options; its connection stays in the
+        // multi handle's cache. Nothing it points at outlives the transfer: the next request
+        // sets URL, body, headers and callback data before it starts.
         idleHandles.append(easy)
     }
 
@@ -218,7 +234,7 @@ private func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, 
     if line.starts(with: "HTTP/".utf8) {
         // A new status line (after 100 Continue or a redirect): earlier headers were not this response's.
         transfer.responseHeaders.removeAll()
-    } else if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+    } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), transfer.keeps(UnsafeRawBufferPointer(rebasing: line[..<colon])) {
         // Bytes, not Unicode scalars: this runs for every header of every response.
         var start = colon + 1
         var end = line.count

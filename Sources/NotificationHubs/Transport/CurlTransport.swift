@@ -55,6 +55,16 @@ final class Transfer: @unchecked Sendable {
     var responseHeaders: [HTTPHeader] = []
     var started: ContinuousClock.Instant = .now
     let cancelRequested = Atomic<Bool>(false)
+    /// Lower-case names of the response headers to keep; nil: all.
+    var keptHeaders: [[UInt8]]?
+
+    /// True if the header called `name` (any case) is kept.
+    func keeps(_ name: UnsafeRawBufferPointer) -> Bool {
+        guard let keptHeaders else { return true }
+        return keptHeaders.contains { kept in
+            kept.count == name.count && zip(kept, name).allSatisfy { k, b in k == (b >= 0x41 && b <= 0x5A ? b + 0x20 : b) }
+        }
+    }
 
     init(request: HTTPRequest) { self.request = request }
 

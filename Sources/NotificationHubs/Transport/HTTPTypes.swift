@@ -74,6 +74,9 @@ public struct TransportConfiguration: Sendable {
     /// Threads driving libcurl, each with its own multi handle and share of the connections:
     /// one thread's libcurl work per request, not the sink, is what caps sends per second.
     public var eventLoops = 2
+    /// Response headers kept (lower-case names); nil keeps every one. A sender that reads three
+    /// headers need not allocate two strings for each of the others on every response.
+    public var keptResponseHeaders: Set<String>?
 
     public init(caFile: String? = nil, insecure: Bool = false) {
         self.caFile = caFile
