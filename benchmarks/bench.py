@@ -412,25 +412,26 @@ def goals(result):
     return out
 
 
-def print_tables(result, args):
+def print_tables(result):
     c = result.get("ceiling")
     if c:
-        print(f"\nCeiling (wrk, 1 thread, {args.connections} connections, {args.seconds} s): nginx return 201 {c['nginx']['requestsPerSec']:,.0f}/s;"
+        print(f"\nCeiling (wrk, 1 thread, {result['connections']} connections, {result.get('wrkSeconds', '?')} s): nginx return 201 {c['nginx']['requestsPerSec']:,.0f}/s;"
               f" hubcast emulator {c['emulator']['requestsPerSec']:,.0f}/s")
     if result.get("unthrottled"):
-        print(f"\nUnthrottled, {args.items:,} items each, into nginx return 201")
+        print(f"\nUnthrottled, {result['unthrottled'][0]['items']:,} items each, into nginx return 201")
         print(f"{'':<9}{'sends/s':>10}{'÷ wrk':>8}{'CPU µs/send':>13}{'peak RSS MiB':>14}")
         for r in result["unthrottled"]:
             ratio = f"{r['ratioToWrk']:.3f}" if r["ratioToWrk"] is not None else "–"
             print(f"{r['program']:<9}{r['sendsPerSec']:>10,.0f}{ratio:>8}{r['cpuMicrosecondsPerSend']:>13.1f}{r['peakRssMiB']:>14}")
     if result.get("quota"):
-        print(f"\nAgainst a quota (nginx limit_req, burst = 50 ms of the quota, nodelay; 429 + Retry-After: 1), {args.quota_seconds:g} s of the quota in items")
+        print(f"\nAgainst a quota (nginx limit_req, burst = 50 ms of the quota, nodelay; 429 + Retry-After: 1), {result.get('quotaSeconds', '?')} s of the quota in items")
         print(f"{'':<9}{'quota/s':>8}{'items':>8}{'goodput/s':>11}{'÷ quota':>9}{'throttled':>11}{'deliver all s':>15}{'ideal s':>9}")
         for program in PROGRAMS:
             for q in result["quota"].get(program, []):
-                done = f"{q['secondsToDeliverAll']:.1f}" if q["secondsToDeliverAll"] is not None else ("timed out" if q["timedOut"] else "incomplete")
+                done = f"{q['secondsToDeliverAll']:.1f}" if q["secondsToDeliverAll"] is not None else "–"
+                note = "" if q["secondsToDeliverAll"] is not None else f"  {'killed' if q['timedOut'] else 'ended'} with {q['accepted']:,} accepted"
                 print(f"{program:<9}{q['quota']:>8,}{q['items']:>8,}{q['goodputPerSec']:>11,.0f}{q['goodputToQuota']:>9.2f}"
-                      f"{q['throttledPct']:>10.1f}%{done:>15}{q['idealSeconds']:>9.1f}")
+                      f"{q['throttledPct']:>10.1f}%{done:>15}{q['idealSeconds']:>9.1f}{note}")
     lat = result.get("latency")
     if lat:
         print(f"\nEnd to end at {lat['rate']:g} items/s for {lat['seconds']:g} s (dev broker → hubcast run → hubcast emulator), after the first {WARM_UP_SECONDS} s:")
@@ -460,9 +461,12 @@ def main():
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="programs in the unthrottled and quota sections")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks/results/latest.json"))
     parser.add_argument("--micro-json", help="only merge this micro-benchmark export into --output and print it")
+    parser.add_argument("--show", metavar="JSON", help="only print the tables of an earlier run's results")
     args = parser.parse_args()
     if args.micro_json:
         return merge_micro(args.micro_json, args.output)
+    if args.show:
+        return print_tables(json.load(open(args.show)))
     sections = [s for s in args.only.split(",") if s]
     chosen = [p for p in args.programs.split(",") if p]
     binary = os.environ.get("HUBCAST_BIN") or os.path.join(
@@ -481,7 +485,7 @@ def main():
               "hubcastHasMaxRate": "--max-rate" in help_text,
               "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadAverage": os.getloadavg(),
                           "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
-              "connections": args.connections}
+              "connections": args.connections, "wrkSeconds": args.seconds, "quotaSeconds": args.quota_seconds}
     try:
         python = peer_python() if "python" in chosen or "latency" in sections else None
         programs = Programs(binary, go, python, args.connections, work)
@@ -528,9 +532,14 @@ def main():
     result["seconds"] = round(time.time() - started, 1)
     result["goals"] = goals(result)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    if os.path.exists(args.output):
+        # The micro-benchmarks are merged in by `make bench-micro`, which `make bench` runs next.
+        previous = json.load(open(args.output))
+        if "micro" in previous:
+            result["micro"] = previous["micro"]
     with open(args.output, "w") as f:
         json.dump(result, f, indent=2)
-    print_tables(result, args)
+    print_tables(result)
     print(f"\n{result['seconds']:.0f} s; wrote {os.path.relpath(args.output, ROOT)}")
 
 
