@@ -17,21 +17,27 @@ test: build
 demo: build
 	$$(swift build --show-bin-path)/hubcast demo
 
-# Benchmarks need wrk, Python's venv and a release build; they are never part of `make test`.
-# Each prints a table and writes benchmarks/results/ (see benchmarks/README.md).
+# Benchmarks need wrk, Python's venv, Go, the Go sender and a release build; they are never part of `make test`.
+# Each prints a table and writes benchmarks/results/ (see benchmarks/README.md). HUBCAST_BIN=/path/to/hubcast
+# measures a binary built elsewhere (then nothing is built here).
 bench: bench-tools
 	python3 benchmarks/bench.py
 	$(MAKE) bench-micro
 
-# The same figures, smaller: 10,000 items, 5-second wrk runs, micro-benchmarks briefly.
+# The same figures, smaller: 20,000 items, 10 s of each quota, no 1 M-item run, 5-second wrk runs.
 bench-quick: bench-tools
-	python3 benchmarks/bench.py --items 10000 --peer-items 10000 --seconds 5
+	python3 benchmarks/bench.py --items 20000 --memory-items 10000 --quota-seconds 10 --seconds 5
 	HUBCAST_MICRO_SECONDS=1 $(MAKE) bench-micro
 
+GO_SENDER_BUILD = benchmarks/.go-build
 bench-tools: setup
 	@command -v wrk >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null)
 	@python3 -c 'import ensurepip, venv' 2>/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null)
-	swift build -c release --product hubcast
+	@(command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/confluentinc/confluent-kafka-go/kafka ]) || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go golang-github-confluentinc-confluent-kafka-go-dev >/dev/null)
+	cd benchmarks/peers/go && GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$(CURDIR)/$(GO_SENDER_BUILD)/cache \
+		go build -tags dynamic -o $(CURDIR)/$(GO_SENDER_BUILD)/gosender .
+	@if [ -z "$$HUBCAST_BIN" ]; then swift build -c release --product hubcast; fi
 
 # ordo-one/benchmark in its own package (benchmarks/micro), merged into results/latest.json.
 bench-micro:

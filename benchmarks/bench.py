@@ -1,25 +1,41 @@
 #!/usr/bin/env python3
-"""hubcast benchmarks, side by side in one run on loopback; prints tables, writes
-benchmarks/results/latest.json.
+"""hubcast benchmarks, side by side in one run on one nginx sink on loopback; prints tables and the
+goals of issue 15 with PASS/MISS, writes benchmarks/results/latest.json (or --output).
 
-1. Ceiling: wrk POSTing hubcast's exact template send (same headers, same body) at the same
-   connection count to nginx `return 201` and to `hubcast emulator`.
-2. hubcast end to end: items preloaded into a dev broker, a release `hubcast run` drains them into
-   nginx; sends/s, ratio to the wrk ceiling, p50/p99 send latency, peak RSS, CPU s per 1,000 sends,
-   SAS tokens minted.
-3. The Python peer (peers/python_peer.py: confluent-kafka + aiohttp) on the same sink and items.
-4. Memory growth: hubcast's peak RSS per item count.
+1. Ceiling: wrk (1 thread) POSTing hubcast's exact template send (lib/template-send.lua) to nginx
+   `return 201` and to `hubcast emulator`.
+2. Unthrottled, same items (--items) for each: `hubcast run`, the Go sender (peers/go) and the Python
+   sender (peers/python_peer.py) drain a preloaded dev broker into nginx: sends/s, ratio to wrk, CPU
+   µs per send, peak RSS.
+3. Against a quota (--quotas): the same three into nginx `limit_req` answering 429 with
+   `Retry-After: 1`, --quota-seconds worth of items each: goodput ÷ quota, % of requests throttled,
+   time to deliver all. No rate is configured in any program (a cold start).
+4. End-to-end latency: a producer publishing --latency-rate items/s for --latency-seconds into the dev
+   broker, `hubcast run` sending to `hubcast emulator`; p50/p99 per category from hubcast's own
+   metrics lines (endToEndMs), steady state only (after the first 5 s), checked against the exact
+   figure from the emulator's delivery log (accepted at − Kafka timestamp).
+5. Memory: hubcast's peak RSS at each of --memory-items.
 
-Sends/s of a pipeline is what the sink saw: requests / (last request − first request), from
-nginx's access log ($msec), the same clock for hubcast and the peer. RSS and CPU come from wait4
-on the measured process alone. Usage (make bench / make bench-quick call it):
-  benchmarks/bench.py [--items 10000,100000,1000000] [--peer-items 10000,100000] [--connections 64] [--seconds 10]
+Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
+same clock for all three programs. RSS and CPU come from wait4 on the measured process alone.
+HUBCAST_BIN points at a hubcast built elsewhere; GO_SENDER_BIN at the Go sender (default
+benchmarks/.go-build/gosender, built by `make bench-tools`).
 """
-import argparse, json, os, platform, re, shutil, socket, subprocess, sys, tempfile, time
+import argparse, collections, json, os, platform, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
 HUB = "bench"
+SECTIONS = ["ceiling", "unthrottled", "quota", "latency", "memory"]
+PROGRAMS = ["hubcast", "go", "python"]
+WARM_UP_SECONDS = 5
+ID_IN_PAYLOAD = re.compile(r"Latency item (lat-\d+)")
+
+# The goals of issue 15.
+GOAL_QUOTA_GOODPUT, GOAL_QUOTA_THROTTLED_PCT = 0.9, 5.0
+GOAL_VS_GO_RATE, GOAL_VS_GO_CPU, GOAL_VS_WRK = 1.5, 0.5, 0.6
+GOAL_E2E_P50_MS, GOAL_E2E_P99_MS, GOAL_RSS_MIB = 5.0, 15.0, 64.0
 
 
 def free_port():
@@ -39,34 +55,61 @@ def wait_for_port(port, what, seconds=60):
     raise SystemExit(f"{what} did not start on port {port}")
 
 
-class Nginx:
-    """nginx `return 201` on two loopback ports: one silent (for wrk), one logging $msec per request."""
+def quota_burst(quota):
+    """limit_req's burst: 50 ms worth of the quota. nginx's leaky bucket has millisecond resolution, so
+    with no burst two sends arriving in the same millisecond are refused even far below the quota; with
+    `burst=B nodelay` at most quota·T + B sends pass in T seconds (1.003× the quota over 15 s)."""
+    return max(1, quota // 20)
 
-    def __init__(self, work):
+
+class Nginx:
+    """nginx on loopback: `return 201` on a silent port (wrk) and a logging port, and one logging
+    `limit_req` port per quota. Every logging port writes `$msec $status` to the one access log."""
+
+    def __init__(self, work, quotas):
         self.work, self.quiet, self.logged = work, free_port(), free_port()
+        self.quota_ports = {q: free_port() for q in quotas}
         self.log = os.path.join(work, "access.log")
         conf = os.path.join(work, "nginx.conf")
+        logging = f"access_log {self.log} t buffer=256k flush=1s;"
+        limited = "".join(f"""
+  limit_req_zone $quota_key zone=q{q}:1m rate={q}r/s;
+  server {{ listen 127.0.0.1:{port}; {logging} add_header Retry-After $retry_after always;
+    location / {{ limit_req zone=q{q} burst={quota_burst(q)} nodelay; limit_req_status 429; limit_req_log_level info; try_files /.none @accepted; }}
+    location @accepted {{ return 201; }} }}""" for q, port in self.quota_ports.items())
         with open(conf, "w") as f:
+            # `return` runs in the rewrite phase, before limit_req's preaccess phase, so the limited
+            # servers answer 201 from a named location reached by try_files (after limit_req).
             f.write(f"""daemon off; master_process on; worker_processes 1; pid {work}/nginx.pid; error_log {work}/error.log warn;
 events {{ worker_connections 4096; }}
-http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_format t '$msec';
+http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_format t '$msec $status'; root {work}/www;
+  map $server_port $quota_key {{ default hub; }}
+  map $status $retry_after {{ 429 1; default ""; }}
   server {{ listen 127.0.0.1:{self.quiet}; access_log off; location / {{ return 201; }} }}
-  server {{ listen 127.0.0.1:{self.logged}; access_log {self.log} t buffer=256k flush=1s; location / {{ return 201; }} }} }}
+  server {{ listen 127.0.0.1:{self.logged}; {logging} location / {{ return 201; }} }}{limited} }}
 """)
+        # nginx's workers run as nobody: they must reach www/ for try_files' stat to find nothing quietly.
+        os.chmod(work, 0o711)
+        os.makedirs(os.path.join(work, "www"), exist_ok=True)
         self.proc = subprocess.Popen(["nginx", "-p", work, "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for_port(self.quiet, "nginx")
+
+    def url(self, port):
+        return f"http://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06"
 
     def start_log(self):
         # nginx appends (O_APPEND), so truncating starts a fresh log; the last run's buffer was flushed.
         open(self.log, "w").close()
 
-    def sink_rate(self):
-        """(requests, sends/s) seen by the logging port since start_log."""
+    def entries(self):
+        """[(seconds, status)] logged since start_log."""
         time.sleep(1.5)  # the log buffer flushes every second
-        stamps = [float(l) for l in open(self.log) if l.strip()]
-        if len(stamps) < 2:
-            return len(stamps), 0.0
-        return len(stamps), len(stamps) / max(max(stamps) - min(stamps), 0.001)
+        out = []
+        for line in open(self.log):
+            parts = line.split()
+            if len(parts) == 2:
+                out.append((float(parts[0]), int(parts[1])))
+        return out
 
     def stop(self):
         self.proc.terminate()
@@ -81,17 +124,29 @@ def wrk(url, connections, seconds, sas):
     return {"requestsPerSec": rate, "non2xx": int(errors.group(1)) if errors else 0}
 
 
-def start_emulator(binary, work):
-    out, err = open(os.path.join(work, "emulator.out"), "w"), open(os.path.join(work, "emulator.err"), "w")
-    proc = subprocess.Popen([binary, "emulator", "--hub", HUB, "--log-level", "warning"], stdout=out, stderr=err)
-    for _ in range(600):
-        text = open(os.path.join(work, "emulator.out")).read()
-        if text.strip():
-            connection = text.splitlines()[0].strip()
-            port = int(re.search(r"sb://127\.0\.0\.1:(\d+)/", connection).group(1))
-            return proc, connection, port
-        time.sleep(0.1)
-    raise SystemExit("emulator did not start: " + open(os.path.join(work, "emulator.err")).read())
+class Emulator:
+    def __init__(self, binary, work, extra=()):
+        self.out_path = os.path.join(work, "emulator.out")
+        self.proc = subprocess.Popen([binary, "emulator", "--hub", HUB, "--log-level", "warning", *extra],
+                                     stdout=open(self.out_path, "w"), stderr=open(os.path.join(work, "emulator.err"), "w"))
+        for _ in range(600):
+            text = open(self.out_path).read()
+            if text.strip():
+                self.connection = text.splitlines()[0].strip()
+                self.port = int(re.search(r"sb://127\.0\.0\.1:(\d+)/", self.connection).group(1))
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise SystemExit("emulator did not start: " + open(os.path.join(work, "emulator.err")).read()[-500:])
+
+    def deliveries(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_emulator/deliveries", timeout=60) as r:
+            return json.loads(r.read())["deliveries"]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
 
 
 def sas_for(connection):
@@ -100,14 +155,16 @@ def sas_for(connection):
 
 
 class Broker:
-    """A dev broker holding `items` news items across the six category topics (6 partitions each)."""
+    """A dev broker (6 partitions per topic), optionally preloaded with `items` news items across the six categories."""
 
-    def __init__(self, binary, items, work):
+    def __init__(self, binary, work, items=0):
         self.proc = subprocess.Popen([binary, "dev-broker", "--partitions", "6", "--log-level", "warning"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.bootstrap = self.proc.stdout.readline().strip()
         if not self.bootstrap:
             raise SystemExit("dev broker did not start")
+        if not items:
+            return
         path = os.path.join(work, f"items-{items}.jsonl")
         if not os.path.exists(path):
             with open(path, "w") as f:
@@ -122,60 +179,183 @@ class Broker:
         self.proc.wait()
 
 
-def measured(argv, env, stdout_path):
-    """Runs a process to its end; returns (exit status, peak RSS MiB, CPU seconds) of it alone."""
+def measured(argv, env, stdout_path, timeout=None):
+    """Runs a process to its end (SIGKILL after `timeout` s); returns (exit status, timed out, peak RSS MiB,
+    CPU seconds) of it alone."""
     with open(stdout_path, "w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(argv, stdout=out, stderr=open(stdout_path + ".err", "w"), env=env)
+        fired = threading.Event()
+
+        def kill():
+            fired.set()
+            proc.kill()
+        killer = threading.Timer(timeout, kill) if timeout else None
+        if killer:
+            killer.start()
         _, status, usage = os.wait4(proc.pid, 0)
-    return os.waitstatus_to_exitcode(status), round(usage.ru_maxrss / 1024, 1), usage.ru_utime + usage.ru_stime
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if killer:
+            killer.cancel()
+    return proc.returncode, fired.is_set(), round(usage.ru_maxrss / 1024, 1), usage.ru_utime + usage.ru_stime
 
 
 def connection_string(port):
     return f"Endpoint=sb://127.0.0.1:{port}/;SharedAccessKeyName=bench;SharedAccessKey=bench-key;UseDevelopmentEmulator=true"
 
 
-def sink_run(label, binary, items, nginx, work, env, argv_for):
-    """Runs one program, `argv_for(bootstrap)`, against a broker preloaded with `items` and nginx's
-    logging port. Returns (the last line of its stdout as JSON, the figures every program has)."""
-    broker = Broker(binary, items, work)
+class Programs:
+    """The argv of each measured program for a bootstrap and a sink port."""
+
+    def __init__(self, hubcast, go, python, connections, work):
+        self.hubcast, self.go, self.python, self.connections, self.work = hubcast, go, python, connections, work
+
+    def argv(self, program, bootstrap, port):
+        url, cs = f"http://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06", connection_string(port)
+        if program == "hubcast":
+            return [self.hubcast, "run", "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(self.connections),
+                    "--exit-when-idle", "2", "--metrics-interval", "1", "--dlq", f"file:{self.work}/dlq.jsonl", "--log-level", "warning"]
+        if program == "go":
+            return [self.go, "--brokers", bootstrap, "--url", url, "--connection-string", cs, "--concurrency", str(self.connections)]
+        return [self.python, os.path.join(ROOT, "benchmarks/peers/python_peer.py"), "--brokers", bootstrap, "--url", url,
+                "--connection-string", cs, "--concurrency", str(self.connections)]
+
+    def env(self, program, port):
+        return {**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(port)} if program == "hubcast" else dict(os.environ)
+
+
+def sink_run(programs, program, items, nginx, port, timeout=None):
+    """Runs one program against a broker preloaded with `items` and one of nginx's logging ports.
+    Returns the program's summary (last stdout line as JSON, if any), the sink's log, and wait4's figures."""
+    broker = Broker(programs.hubcast, programs.work, items)
     try:
         nginx.start_log()
-        out = os.path.join(work, "program.out")
-        code, rss, cpu = measured(argv_for(broker.bootstrap), env, out)
-        requests, rate = nginx.sink_rate()
+        out = os.path.join(programs.work, f"{program}.out")
+        code, timed_out, rss, cpu = measured(programs.argv(program, broker.bootstrap, port), programs.env(program, port), out, timeout)
+        log = nginx.entries()
     finally:
         broker.stop()
     lines = open(out).read().splitlines()
-    summary = json.loads(lines[-1]) if lines else {"sent": 0}
-    if code != 0 or summary["sent"] != items:
-        raise SystemExit(f"{label} exited {code} having sent {summary['sent']} of {items}")
-    return summary, {"items": items, "sent": summary["sent"], "sinkRequests": requests, "sendsPerSec": round(rate, 1),
-                     "peakRssMiB": rss, "cpuSecondsPer1000Sends": round(cpu / max(1, summary["sent"]) * 1000, 4)}
+    try:
+        summary = json.loads(lines[-1]) if lines else {}
+    except ValueError:
+        summary = {}
+    return summary, log, {"exit": code, "timedOut": timed_out, "peakRssMiB": rss, "cpuSeconds": round(cpu, 3)}
 
 
-def hubcast_run(binary, items, nginx, connections, work):
-    env = {**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(nginx.logged)}
-    final, row = sink_run("hubcast run", binary, items, nginx, work, env, lambda bootstrap: [
-        binary, "run", "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(connections),
-        "--exit-when-idle", "2", "--metrics-interval", "1", "--dlq", f"file:{work}/dlq.jsonl", "--log-level", "warning"])
-    return {**row, "p50Ms": final["latencyMs"]["p50"], "p99Ms": final["latencyMs"]["p99"], "sasTokensMinted": final.get("sasTokensMinted")}
+def unthrottled(programs, program, items, nginx, wrk_nginx):
+    summary, log, proc = sink_run(programs, program, items, nginx, nginx.logged)
+    sent = summary.get("sent", 0)
+    if proc["exit"] != 0 or sent != items:
+        raise SystemExit(f"{program} exited {proc['exit']} having sent {sent} of {items}")
+    stamps = [t for t, _ in log]
+    rate = len(stamps) / max(max(stamps) - min(stamps), 0.001) if len(stamps) > 1 else 0.0
+    row = {"program": program, "items": items, "sent": sent, "sinkRequests": len(stamps), "sendsPerSec": round(rate, 1),
+           "ratioToWrk": round(rate / wrk_nginx, 3) if wrk_nginx else None,
+           "cpuMicrosecondsPerSend": round(proc["cpuSeconds"] / sent * 1e6, 1), "peakRssMiB": proc["peakRssMiB"], "cpuSeconds": proc["cpuSeconds"]}
+    if program == "hubcast":
+        row["sasTokensMinted"] = summary.get("sasTokensMinted")
+    return row
 
 
-def peer_python(work):
+def quota_run(programs, program, quota, items, nginx, timeout):
+    summary, log, proc = sink_run(programs, program, items, nginx, nginx.quota_ports[quota], timeout)
+    statuses = collections.Counter(s for _, s in log)
+    accepted = [t for t, s in log if s in (200, 201)]
+    start = min(t for t, _ in log) if log else 0.0
+    window = (max(accepted) - start) if len(accepted) > 1 else 0.0
+    goodput = len(accepted) / window if window > 0 else 0.0
+    row = {"program": program, "quota": quota, "burst": quota_burst(quota), "items": items, "accepted": len(accepted),
+           "requests": len(log), "throttled": statuses.get(429, 0), "otherStatuses": {str(k): v for k, v in statuses.items() if k not in (200, 201, 429)},
+           "goodputPerSec": round(goodput, 1), "goodputToQuota": round(goodput / quota, 3),
+           "throttledPct": round(100 * statuses.get(429, 0) / max(1, len(log)), 2),
+           "secondsToDeliverAll": round(window, 2) if len(accepted) >= items else None, "idealSeconds": round(items / quota, 2),
+           "timedOut": proc["timedOut"], "exit": proc["exit"], "cpuSeconds": proc["cpuSeconds"], "peakRssMiB": proc["peakRssMiB"]}
+    if program == "hubcast" and summary:
+        row["deadLettered"] = summary.get("deadLettered")
+    return row
+
+
+def percentile(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] if values else None
+
+
+def latency_run(binary, python, rate, seconds, connections, work):
+    """hubcast run → hubcast emulator while a producer publishes `rate` items/s for `seconds`."""
+    emulator = Emulator(binary, work, ["--devices", "600", "--sample-payloads", "1", "--keep-deliveries", "1000000"])
+    broker = Broker(binary, work)
+    hubcast = None
+    try:
+        env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection}
+        hubcast = subprocess.Popen([binary, "run", "--brokers", broker.bootstrap, "--hub", HUB, "--concurrency", str(connections),
+                                    "--exit-when-idle", "3", "--metrics-interval", "1", "--dlq", f"file:{work}/latency-dlq.jsonl",
+                                    "--log-level", "warning"], stdout=subprocess.PIPE, stderr=open(os.path.join(work, "latency.err"), "w"),
+                                   env=env, text=True)
+        lines, first_line = [], threading.Event()
+
+        def read():
+            for line in hubcast.stdout:
+                try:
+                    lines.append((time.time(), json.loads(line)))
+                    first_line.set()
+                except ValueError:
+                    pass
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        if not first_line.wait(120):
+            raise SystemExit("hubcast run printed no metrics line in 120 s")
+        produced = subprocess.run([python, os.path.join(ROOT, "benchmarks/lib/paced_producer.py"), "--brokers", broker.bootstrap,
+                                   "--rate", str(rate), "--seconds", str(seconds)], capture_output=True, text=True, timeout=seconds + 120)
+        if produced.returncode != 0:
+            raise SystemExit("producer failed: " + produced.stderr[-500:])
+        producer = json.loads(produced.stdout)
+        hubcast.wait(timeout=120)
+        reader.join(10)
+        deliveries = emulator.deliveries()
+    finally:
+        if hubcast and hubcast.poll() is None:
+            hubcast.kill()
+            hubcast.wait()
+        broker.stop()
+        emulator.stop()
+
+    start, end = producer["startMs"] / 1000, producer["startMs"] / 1000 + seconds
+    steady_from = start + WARM_UP_SECONDS
+    # A line at arrival time T covers about (T − 1 s, T]; keep those wholly inside the steady part.
+    steady = [m for t, m in lines if not m.get("final") and t - 1 >= steady_from and t - 1 <= end]
+    per_category, all_p50, all_p99 = {}, [], []
+    for c in CATEGORIES:
+        p50s = [m["endToEndMs"][c]["p50"] for m in steady if c in m.get("endToEndMs", {})]
+        p99s = [m["endToEndMs"][c]["p99"] for m in steady if c in m.get("endToEndMs", {})]
+        if p50s:
+            per_category[c] = {"p50": round(statistics.median(p50s), 2), "p99": max(p99s), "intervals": len(p50s)}
+            all_p50 += p50s
+            all_p99 += p99s
+    # The exact figure: the emulator's accept time − the Kafka timestamp, items produced after the warm-up.
+    exact = []
+    for d in deliveries:
+        for payload in d["payloads"]:
+            m = ID_IN_PAYLOAD.search(payload)
+            if m and m.group(1) in producer["timestamps"]:
+                ts = producer["timestamps"][m.group(1)] / 1000
+                if ts >= steady_from:
+                    exact.append((d["at"] - ts) * 1000)
+    final = next((m for _, m in reversed(lines) if m.get("final")), {})
+    return {"rate": rate, "seconds": seconds, "warmUpSeconds": WARM_UP_SECONDS, "produced": producer["produced"],
+            "sent": final.get("sent"), "steadyIntervals": len(steady),
+            "metricsP50Ms": round(statistics.median(all_p50), 2) if all_p50 else None, "metricsP99Ms": max(all_p99) if all_p99 else None,
+            "perCategory": per_category,
+            "emulatorP50Ms": round(percentile(exact, 0.5), 2) if exact else None, "emulatorP99Ms": round(percentile(exact, 0.99), 2) if exact else None,
+            "emulatorItems": len(exact), "sendLatencyMs": final.get("latencyMs")}
+
+
+def peer_python():
     venv = os.path.join(ROOT, "benchmarks/.venv")
     python = os.path.join(venv, "bin/python")
     if not os.path.exists(python):
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
     subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", "confluent-kafka==2.16.1", "aiohttp==3.14.5"], check=True)
     return python
-
-
-def peer_run(python, binary, items, nginx, connections, work):
-    url = f"http://127.0.0.1:{nginx.logged}/{HUB}/messages/?api-version=2020-06"
-    summary, row = sink_run("python peer", binary, items, nginx, work, dict(os.environ), lambda bootstrap: [
-        python, os.path.join(ROOT, "benchmarks/peers/python_peer.py"), "--brokers", bootstrap, "--url", url,
-        "--connection-string", connection_string(nginx.logged), "--concurrency", str(connections)])
-    return {**row, "p50Ms": summary["p50Ms"], "p99Ms": summary["p99Ms"]}
 
 
 def merge_micro(path, output):
@@ -204,72 +384,163 @@ def merge_micro(path, output):
         print(f"{name:<46}{row.get('nsPerOp', 0):>10,.0f}{row.get('mallocsPerOp', 0):>12g}")
 
 
+def goals(result):
+    """[(goal, measured text, PASS/MISS/–)] for issue 15."""
+    out = []
+    verdict = lambda ok: "–" if ok is None else ("PASS" if ok else "MISS")
+    for q in result.get("quota", {}).get("hubcast", []):
+        ok = q["goodputToQuota"] >= GOAL_QUOTA_GOODPUT and q["throttledPct"] <= GOAL_QUOTA_THROTTLED_PCT and not q["timedOut"]
+        out.append((f"quota {q['quota']:,}/s: goodput ≥ {GOAL_QUOTA_GOODPUT}× quota, ≤ {GOAL_QUOTA_THROTTLED_PCT:g}% throttled",
+                    f"{q['goodputToQuota']:.2f}×, {q['throttledPct']:.1f}%" + (" (timed out)" if q["timedOut"] else ""), verdict(ok)))
+    rows = {r["program"]: r for r in result.get("unthrottled", [])}
+    h, g = rows.get("hubcast"), rows.get("go")
+    if h and g:
+        rate = h["sendsPerSec"] / g["sendsPerSec"]
+        cpu = h["cpuMicrosecondsPerSend"] / g["cpuMicrosecondsPerSend"]
+        out.append((f"sends/s ≥ {GOAL_VS_GO_RATE}× Go", f"{rate:.2f}×", verdict(rate >= GOAL_VS_GO_RATE)))
+        out.append((f"CPU per send ≤ {GOAL_VS_GO_CPU}× Go", f"{cpu:.2f}×", verdict(cpu <= GOAL_VS_GO_CPU)))
+    if h and h.get("ratioToWrk") is not None:
+        out.append((f"sends/s ≥ {GOAL_VS_WRK}× wrk", f"{h['ratioToWrk']:.2f}×", verdict(h["ratioToWrk"] >= GOAL_VS_WRK)))
+    lat = result.get("latency")
+    if lat:
+        p50, p99 = lat["metricsP50Ms"], lat["metricsP99Ms"]
+        ok = None if p50 is None else p50 <= GOAL_E2E_P50_MS and p99 <= GOAL_E2E_P99_MS
+        out.append((f"end-to-end p50 ≤ {GOAL_E2E_P50_MS:g} ms, p99 ≤ {GOAL_E2E_P99_MS:g} ms", f"{p50} ms, {p99} ms", verdict(ok)))
+    rss = [r["peakRssMiB"] for r in result.get("memory", [])] + ([h["peakRssMiB"]] if h else [])
+    if rss:
+        out.append((f"peak RSS ≤ {GOAL_RSS_MIB:g} MiB", f"{max(rss)} MiB", verdict(max(rss) <= GOAL_RSS_MIB)))
+    return out
+
+
+def print_tables(result):
+    c = result.get("ceiling")
+    if c:
+        print(f"\nCeiling (wrk, 1 thread, {result['connections']} connections, {result.get('wrkSeconds', '?')} s): nginx return 201 {c['nginx']['requestsPerSec']:,.0f}/s;"
+              f" hubcast emulator {c['emulator']['requestsPerSec']:,.0f}/s")
+    if result.get("unthrottled"):
+        print(f"\nUnthrottled, {result['unthrottled'][0]['items']:,} items each, into nginx return 201")
+        print(f"{'':<9}{'sends/s':>10}{'÷ wrk':>8}{'CPU µs/send':>13}{'peak RSS MiB':>14}")
+        for r in result["unthrottled"]:
+            ratio = f"{r['ratioToWrk']:.3f}" if r["ratioToWrk"] is not None else "–"
+            print(f"{r['program']:<9}{r['sendsPerSec']:>10,.0f}{ratio:>8}{r['cpuMicrosecondsPerSend']:>13.1f}{r['peakRssMiB']:>14}")
+    if result.get("quota"):
+        print(f"\nAgainst a quota (nginx limit_req, burst = 50 ms of the quota, nodelay; 429 + Retry-After: 1), {result.get('quotaSeconds', '?')} s of the quota in items")
+        print(f"{'':<9}{'quota/s':>8}{'items':>8}{'goodput/s':>11}{'÷ quota':>9}{'throttled':>11}{'deliver all s':>15}{'ideal s':>9}")
+        for program in PROGRAMS:
+            for q in result["quota"].get(program, []):
+                done = f"{q['secondsToDeliverAll']:.1f}" if q["secondsToDeliverAll"] is not None else "–"
+                note = "" if q["secondsToDeliverAll"] is not None else f"  {'killed' if q['timedOut'] else 'ended'} with {q['accepted']:,} accepted"
+                print(f"{program:<9}{q['quota']:>8,}{q['items']:>8,}{q['goodputPerSec']:>11,.0f}{q['goodputToQuota']:>9.2f}"
+                      f"{q['throttledPct']:>10.1f}%{done:>15}{q['idealSeconds']:>9.1f}{note}")
+    lat = result.get("latency")
+    if lat:
+        print(f"\nEnd to end at {lat['rate']:g} items/s for {lat['seconds']:g} s (dev broker → hubcast run → hubcast emulator), after the first {WARM_UP_SECONDS} s:")
+        print(f"  hubcast's metrics (median of 1 s intervals' p50, max of their p99): p50 {lat['metricsP50Ms']} ms, p99 {lat['metricsP99Ms']} ms"
+              f" over {lat['steadyIntervals']} intervals")
+        print("  per category: " + ", ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in lat["perCategory"].items()))
+        print(f"  emulator's log (accepted − Kafka timestamp, {lat['emulatorItems']} items): p50 {lat['emulatorP50Ms']} ms, p99 {lat['emulatorP99Ms']} ms")
+    if result.get("memory"):
+        print("\nMemory (hubcast peak RSS): " + ", ".join(f"{m['items']:,} → {m['peakRssMiB']} MiB" for m in result["memory"]))
+    print(f"\nGoals (issue 15), hubcast:")
+    for goal, measured, verdict in result["goals"]:
+        print(f"  {verdict:<5} {goal:<58} {measured}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", default="10000,100000,1000000", help="hubcast runs: item counts, comma-separated")
-    parser.add_argument("--peer-items", default="10000,100000", help="Python peer runs: item counts, comma-separated")
-    parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peer pool size")
+    parser.add_argument("--items", type=int, default=100000, help="items in each unthrottled run")
+    parser.add_argument("--memory-items", default="10000,1000000", help="hubcast RSS runs: item counts, comma-separated")
+    parser.add_argument("--quotas", default="200,2000", help="nginx limit_req quotas in sends/s, comma-separated")
+    parser.add_argument("--quota-seconds", type=float, default=15, help="items per quota run = quota × this")
+    parser.add_argument("--quota-timeout", type=float, default=8, help="a quota run is killed after this × its ideal time (at least 60 s)")
+    parser.add_argument("--latency-rate", type=float, default=50, help="items/s in the end-to-end latency run")
+    parser.add_argument("--latency-seconds", type=float, default=20, help="length of the latency run's production")
+    parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peers' pool size")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run: " + ",".join(SECTIONS))
+    parser.add_argument("--programs", default=",".join(PROGRAMS), help="programs in the unthrottled and quota sections")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks/results/latest.json"))
     parser.add_argument("--micro-json", help="only merge this micro-benchmark export into --output and print it")
+    parser.add_argument("--show", metavar="JSON", help="only print the tables of an earlier run's results")
     args = parser.parse_args()
     if args.micro_json:
         return merge_micro(args.micro_json, args.output)
+    if args.show:
+        return print_tables(json.load(open(args.show)))
+    sections = [s for s in args.only.split(",") if s]
+    chosen = [p for p in args.programs.split(",") if p]
     binary = os.environ.get("HUBCAST_BIN") or os.path.join(
         subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True).stdout.strip(), "hubcast")
+    go = os.environ.get("GO_SENDER_BIN") or os.path.join(ROOT, "benchmarks/.go-build/gosender")
+    for path, what in [(binary, "hubcast (HUBCAST_BIN)"), (go, "the Go sender (make bench-tools, or GO_SENDER_BIN)")]:
+        if not os.access(path, os.X_OK) and (path == binary or "go" in chosen):
+            raise SystemExit(f"not found: {what} at {path}")
+    help_text = subprocess.run([binary, "run", "--help"], capture_output=True, text=True).stdout
+    quotas = [int(q) for q in args.quotas.split(",") if q]
     work = tempfile.mkdtemp(prefix="hubcast-bench-")
-    nginx = Nginx(work)
-    emulator = None
+    nginx = Nginx(work, quotas)
+    started = time.time()
+    result = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hubcast": binary,
+              # Never passed: the quota runs are a cold start with no configured rate.
+              "hubcastHasMaxRate": "--max-rate" in help_text,
+              "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "loadAverage": os.getloadavg(),
+                          "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
+              "connections": args.connections, "wrkSeconds": args.seconds, "quotaSeconds": args.quota_seconds}
     try:
-        python = peer_python(work) if args.peer_items else None
-        emulator, emulator_connection, emulator_port = start_emulator(binary, work)
-        print(f"ceiling: wrk, 1 thread, {args.connections} connections, {args.seconds} s each", file=sys.stderr)
-        ceiling = {
-            "nginx": wrk(f"http://127.0.0.1:{nginx.quiet}/{HUB}/messages/?api-version=2020-06", args.connections, args.seconds, "none"),
-            "emulator": wrk(f"http://127.0.0.1:{emulator_port}/{HUB}/messages/?api-version=2020-06", args.connections, args.seconds,
-                            sas_for(emulator_connection)),
-        }
-        emulator.terminate()
-        emulator.wait()
-        emulator = None
-        runs, peers = [], []
-        for n in [int(x) for x in args.items.split(",") if x]:
-            print(f"hubcast run: {n:,} items", file=sys.stderr)
-            runs.append(hubcast_run(binary, n, nginx, args.connections, work))
-        for n in [int(x) for x in args.peer_items.split(",") if x]:
-            print(f"python peer: {n:,} items", file=sys.stderr)
-            peers.append(peer_run(python, binary, n, nginx, args.connections, work))
+        python = peer_python() if "python" in chosen or "latency" in sections else None
+        programs = Programs(binary, go, python, args.connections, work)
+        wrk_nginx = None
+        if "ceiling" in sections:
+            print(f"ceiling: wrk, 1 thread, {args.connections} connections, {args.seconds} s each", file=sys.stderr)
+            emulator = Emulator(binary, work)
+            try:
+                result["ceiling"] = {
+                    "nginx": wrk(nginx.url(nginx.quiet), args.connections, args.seconds, "none"),
+                    "emulator": wrk(f"http://127.0.0.1:{emulator.port}/{HUB}/messages/?api-version=2020-06", args.connections, args.seconds,
+                                    sas_for(emulator.connection))}
+            finally:
+                emulator.stop()
+            wrk_nginx = result["ceiling"]["nginx"]["requestsPerSec"]
+        if "unthrottled" in sections:
+            result["unthrottled"] = []
+            for program in chosen:
+                print(f"unthrottled: {program}, {args.items:,} items", file=sys.stderr)
+                result["unthrottled"].append(unthrottled(programs, program, args.items, nginx, wrk_nginx))
+        if "quota" in sections:
+            result["quota"] = {p: [] for p in chosen}
+            result["quotaSink"] = {str(q): {"rate": q, "burst": quota_burst(q), "nodelay": True, "retryAfter": 1} for q in quotas}
+            for q in quotas:
+                items = int(q * args.quota_seconds)
+                for program in chosen:
+                    print(f"quota {q:,}/s: {program}, {items:,} items", file=sys.stderr)
+                    result["quota"][program].append(quota_run(programs, program, q, items, nginx, max(60.0, args.quota_timeout * items / q)))
+        if "latency" in sections:
+            print(f"latency: {args.latency_rate:g} items/s for {args.latency_seconds:g} s", file=sys.stderr)
+            result["latency"] = latency_run(binary, python, args.latency_rate, args.latency_seconds, args.connections, work)
+        if "memory" in sections:
+            result["memory"] = []
+            for n in [int(x) for x in args.memory_items.split(",") if x]:
+                reuse = next((r for r in result.get("unthrottled", []) if r["program"] == "hubcast" and r["items"] == n), None)
+                if not reuse:
+                    print(f"memory: hubcast, {n:,} items", file=sys.stderr)
+                row = reuse or unthrottled(programs, "hubcast", n, nginx, wrk_nginx)
+                result["memory"].append({"items": n, "peakRssMiB": row["peakRssMiB"], "sendsPerSec": row["sendsPerSec"],
+                                         "cpuMicrosecondsPerSend": row["cpuMicrosecondsPerSend"]})
     finally:
-        if emulator:
-            emulator.terminate()
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
-
-    wrk_nginx = ceiling["nginx"]["requestsPerSec"]
-    for r in runs:
-        r["ratioToWrkOnNginx"] = round(r["sendsPerSec"] / wrk_nginx, 3)
-        peer = next((p for p in peers if p["items"] == r["items"]), None)
-        r["ratioToPythonPeer"] = round(r["sendsPerSec"] / peer["sendsPerSec"], 2) if peer and peer["sendsPerSec"] else None
-    result = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
-              "connections": args.connections, "ceiling": ceiling, "hubcast": runs, "pythonPeer": peers,
-              "memoryGrowth": [{"items": r["items"], "peakRssMiB": r["peakRssMiB"]} for r in runs]}
+    result["seconds"] = round(time.time() - started, 1)
+    result["goals"] = goals(result)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    if os.path.exists(args.output):
+        # The micro-benchmarks are merged in by `make bench-micro`, which `make bench` runs next.
+        previous = json.load(open(args.output))
+        if "micro" in previous:
+            result["micro"] = previous["micro"]
     with open(args.output, "w") as f:
         json.dump(result, f, indent=2)
-
-    print(f"\nCeiling (wrk, same request, {args.connections} connections): nginx return 201 {wrk_nginx:,.0f}/s;"
-          f" hubcast emulator {ceiling['emulator']['requestsPerSec']:,.0f}/s")
-    print(f"\n{'':<8}{'items':>10}{'sends/s':>10}{'÷ wrk':>8}{'÷ peer':>8}{'p50 ms':>8}{'p99 ms':>8}{'RSS MiB':>9}{'CPU s/1k':>10}{'SAS':>5}")
-    for r in runs:
-        ratio = f"{r['ratioToPythonPeer']:.1f}" if r["ratioToPythonPeer"] else "-"
-        print(f"{'hubcast':<8}{r['items']:>10,}{r['sendsPerSec']:>10,.0f}{r['ratioToWrkOnNginx']:>8.3f}{ratio:>8}{r['p50Ms']:>8.2f}"
-              f"{r['p99Ms']:>8.2f}{r['peakRssMiB']:>9}{r['cpuSecondsPer1000Sends']:>10.3f}{r['sasTokensMinted']:>5}")
-    for p in peers:
-        print(f"{'python':<8}{p['items']:>10,}{p['sendsPerSec']:>10,.0f}{p['sendsPerSec'] / wrk_nginx:>8.3f}{'1.0':>8}{p['p50Ms']:>8.2f}"
-              f"{p['p99Ms']:>8.2f}{p['peakRssMiB']:>9}{p['cpuSecondsPer1000Sends']:>10.3f}{'1':>5}")
-    print(f"\nMemory growth (hubcast peak RSS): " + ", ".join(f"{r['items']:,} → {r['peakRssMiB']} MiB" for r in runs))
-    print(f"wrote {os.path.relpath(args.output, ROOT)}")
+    print_tables(result)
+    print(f"\n{result['seconds']:.0f} s; wrote {os.path.relpath(args.output, ROOT)}")
 
 
 if __name__ == "__main__":

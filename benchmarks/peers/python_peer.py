@@ -5,8 +5,9 @@ hubcast is compared with in benchmarks/bench.py.
 confluent-kafka consumer in a group (auto-commit off), batches of up to 500 messages, each item
 decoded and checked, one template send per item to its category tag through one aiohttp session
 (a pool of --concurrency keep-alive connections, at most --concurrency sends in flight), the SAS
-token computed once, the same headers and body as hubcast, and the batch's offsets committed after
-its sends finish. Exits once no message has arrived for --idle seconds; prints one JSON summary.
+token computed once, the same headers and body as hubcast, a 429 retried after its Retry-After (5xx
+and connection errors up to 5 times with backoff), and the batch's offsets committed after its
+sends finish. Exits once no message has arrived for --idle seconds; prints one JSON summary.
 
 Usage: python_peer.py --brokers HOST:PORT --url http://127.0.0.1:PORT/hub/messages/?api-version=2020-06
                       --connection-string '...' [--concurrency 64] [--idle 2]
@@ -53,25 +54,38 @@ async def main():
     base_headers = {"Authorization": authorization, "Content-Type": "application/json;charset=utf-8",
                     "ServiceBusNotification-Format": "template", "x-ms-version": "2020-06"}
     limit = asyncio.Semaphore(args.concurrency)
-    sent = failed = invalid = 0
+    sent = failed = invalid = throttled = 0
     latencies = []
     loop = asyncio.get_running_loop()
 
     async def send(session, item):
-        nonlocal sent, failed
+        nonlocal sent, failed, throttled
+        body, headers = body_for(item), {**base_headers, "ServiceBusNotification-Tags": item["category"]}
+        failures, backoff = 0, 0.1
         async with limit:
-            started = time.perf_counter()
-            try:
-                async with session.post(args.url, data=body_for(item),
-                                        headers={**base_headers, "ServiceBusNotification-Tags": item["category"]}) as response:
-                    await response.read()
-                    if response.status in (200, 201):
-                        sent += 1
-                        latencies.append(time.perf_counter() - started)
-                    else:
-                        failed += 1
-            except aiohttp.ClientError:
-                failed += 1
+            while failures < 5:
+                started = time.perf_counter()
+                try:
+                    async with session.post(args.url, data=body, headers=headers) as response:
+                        await response.read()
+                        status, wait = response.status, response.headers.get("Retry-After", "1")
+                except aiohttp.ClientError:
+                    status = None
+                if status in (200, 201):
+                    sent += 1
+                    latencies.append(time.perf_counter() - started)
+                    return
+                if status == 429:
+                    # Throttling is the hub asking to wait, not a failure: wait as long as it says, then retry.
+                    throttled += 1
+                    await asyncio.sleep(float(wait) if wait.isdigit() else 1.0)
+                    continue
+                if status is not None and status < 500:
+                    break
+                failures += 1
+                await asyncio.sleep(backoff)
+                backoff *= 2
+            failed += 1
 
     connector = aiohttp.TCPConnector(limit=args.concurrency)
     started = time.perf_counter()
@@ -109,7 +123,7 @@ async def main():
     elapsed = done - first if first else 0.0
     latencies.sort()
     pick = lambda q: round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000, 2) if latencies else 0.0
-    print(json.dumps({"sent": sent, "failed": failed, "invalid": invalid, "seconds": round(elapsed, 3),
+    print(json.dumps({"sent": sent, "failed": failed, "invalid": invalid, "throttled": throttled, "seconds": round(elapsed, 3),
                       "sendsPerSec": round(sent / elapsed, 1) if elapsed > 0 else 0.0, "p50Ms": pick(0.5), "p99Ms": pick(0.99)}))
 
 
