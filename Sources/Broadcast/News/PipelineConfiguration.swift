@@ -13,6 +13,8 @@ public struct PipelineConfiguration: Sendable {
     /// while its pool has room, so holding a batch only added latency. Kept so settings still parse.
     public var batchLinger: Duration = .milliseconds(5)
     public var commitInterval: Duration = .seconds(1)
+    /// How long a fetch waits at the broker for data (see `KafkaConsumerConfiguration.fetchWaitMaxMs`).
+    public var fetchWaitMs = 3
     /// On shutdown, how long in-flight sends may take to finish before they are abandoned (and re-read later).
     public var drainTimeout: Duration = .seconds(30)
     /// Item ids remembered to avoid sending one item twice in a process.

@@ -12,6 +12,7 @@ public enum PipelineService {
     public static func consumerConfiguration(kafka: KafkaConfiguration, groupID: String, configuration: PipelineConfiguration) -> KafkaConsumerConfiguration {
         var consumer = KafkaConsumerConfiguration(kafka: kafka, groupID: groupID, topics: configuration.categories.topics)
         consumer.bufferCapacity = max(configuration.batchSize * 4, 2000)
+        consumer.fetchWaitMaxMs = configuration.fetchWaitMs
         return consumer
     }
 

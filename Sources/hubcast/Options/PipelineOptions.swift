@@ -26,6 +26,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Ignored, kept so existing settings still parse: a batch is taken as soon as a message arrives and the next is asked for while the pool has room (env HUBCAST_BATCH_LINGER_MS).", valueName: "ms"))
     var batchLingerMs: Int?
 
+    @Option(name: .long, help: ArgumentHelp("How long a fetch waits at the broker for data, in ms: a Kafka broker answers as soon as data arrives, so this is how often an idle consumer asks; on the dev broker it is the latency (env HUBCAST_FETCH_WAIT_MS; default 3).", valueName: "ms"))
+    var fetchWaitMs: Int?
+
     @Option(name: .long, help: ArgumentHelp("How often finished offsets are committed, in ms (env HUBCAST_COMMIT_INTERVAL_MS; default 1000).", valueName: "ms"))
     var commitIntervalMs: Int?
 
@@ -61,6 +64,7 @@ struct PipelineOptions: ParsableArguments {
         config.batchSize = try settings.int(batchSize, "batch-size", default: 500, range: 1...100_000)
         config.batchLinger = .milliseconds(try settings.int(batchLingerMs, "batch-linger-ms", default: 5, range: 0...60_000))
         config.commitInterval = .milliseconds(try settings.int(commitIntervalMs, "commit-interval-ms", default: 1000, range: 10...600_000))
+        config.fetchWaitMs = try settings.int(fetchWaitMs, "fetch-wait-ms", default: 3, range: 1...10_000)
         config.drainTimeout = .seconds(try settings.int(drainTimeout, "drain-timeout", default: 30, range: 0...3600))
         config.dedupeWindow = try settings.int(dedupeWindow, "dedupe-window", default: 100_000, range: 1...10_000_000)
         config.maxMessageBytes = try settings.int(maxMessageBytes, "max-message-bytes", default: NewsItemDecoder.defaultMaxMessageBytes, range: 64...16_777_216)
