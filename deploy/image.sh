@@ -68,6 +68,38 @@ build() {
     -f deploy/Dockerfile -t "$image" .
 }
 
+# The image's HEALTHCHECK against a real `hubcast run` (dev broker in a second container; the hub check is
+# skipped, /healthz only says the poll loop turns). Needs the --http-port that serves /healthz.
+health_test() {
+  if ! $sudo podman run --rm --no-healthcheck "$image" run --help | grep -q -- '--http-port'; then
+    echo "image: HEALTHCHECK NOT EXERCISED: this hubcast has no --http-port (no /healthz) yet" >&2
+    return
+  fi
+  local name=hubcast-image-test-$$ broker port
+  trap '$sudo podman rm -f "$name-broker" "$name-run" >/dev/null 2>&1 || true' RETURN
+  $sudo podman run -d --no-healthcheck --network=host --read-only --name "$name-broker" "$image" dev-broker --port 0 >/dev/null
+  broker=$(timeout 60 $sudo podman logs -f "$name-broker" 2>/dev/null | head -n 1)
+  [ -n "$broker" ] || { echo "image: the dev broker did not start" >&2; exit 1; }
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # --health-interval=disable: no systemd timer (there is no systemd here); `healthcheck run` probes on demand.
+  $sudo podman run -d --health-interval=disable --network=host --read-only --tmpfs /tmp --name "$name-run" \
+    -e HUBCAST_HTTP_PORT="$port" -e HUBCAST_HUB=hubcast \
+    -e HUBCAST_CONNECTION_STRING='Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true' \
+    "$image" run --brokers "$broker" --skip-hub-check --dlq file:/tmp/dlq.jsonl >/dev/null 2>"$work/podman-run.log" \
+    || { cat "$work/podman-run.log" >&2; exit 1; }
+  # Each attempt is the image's own health probe; the deadline is a guard, not a timing assumption.
+  local deadline=$((SECONDS + 60))
+  until $sudo podman healthcheck run "$name-run" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      $sudo podman logs "$name-run" 2>&1 | tail -20 >&2
+      echo "image: HEALTHCHECK never passed for hubcast run" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+  echo "image: HEALTHCHECK passes for hubcast run (/healthz on port $port)"
+}
+
 run_test() {
   install_tools
   $sudo podman image exists "$image" || { echo "image: $image missing; run make image" >&2; exit 1; }
@@ -80,6 +112,7 @@ run_test() {
   echo "image: runs as uid $user, all libraries present; hubcast demo in $image"
   # As a platform runs it: read-only root, only /tmp writable. The demo has no HTTP port, so no health check.
   $sudo podman run --rm --no-healthcheck --network=host --read-only --tmpfs /tmp "$image" demo --devices 2000
+  health_test
 }
 
 case "${1:-}" in
