@@ -27,14 +27,17 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+apt_install() {
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "deploy-check: installing $* (Debian)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 install_tools() {
-  command -v systemd-analyze >/dev/null || {
-    echo "deploy-check: installing systemd (for systemd-analyze)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null
-  }
-  python3 -c 'import ensurepip, venv' 2>/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-  }
+  command -v systemd-analyze >/dev/null || apt_install systemd
+  python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
   # Reinstalled only when the pinned list changes.
   local stamp=$venv/.requirements
   if ! cmp -s deploy/check/requirements.txt "$stamp" 2>/dev/null; then
