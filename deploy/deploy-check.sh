@@ -81,7 +81,8 @@ checkov() {
 systemd_verify() {
   local unit=$1 scratch
   scratch=$(mktemp -d)
-  trap 'rm -rf "$scratch"' RETURN
+  # shellcheck disable=SC2064
+  trap "rm -rf '$scratch'; trap - RETURN" RETURN
   install -m 0755 /bin/true "$scratch/hubcast"
   sed "s#^ExecStart=/usr/local/bin/hubcast#ExecStart=$scratch/hubcast#" "$unit" >"$scratch/hubcast.service"
   grep -q "^ExecStart=$scratch/hubcast" "$scratch/hubcast.service" || { echo "ExecStart is not /usr/local/bin/hubcast"; return 1; }

@@ -3,6 +3,7 @@
 #   deploy/image.sh build   a bookworm base from debootstrap, then deploy/Dockerfile's runtime stage fed
 #                           the hubcast binary built on this host (.build-image/release/hubcast)
 #   deploy/image.sh test    `hubcast demo` inside that image; exits with the demo's status
+# HUBCAST_IMAGE names the image (default localhost/hubcast:latest); HUBCAST_BINARY packages another build.
 # Podman, runc and debootstrap come from Debian and are installed here if missing (root or sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,10 +58,12 @@ build_base() {
 
 build() {
   install_tools
-  [ -x "$work/release/hubcast" ] || { echo "image: $work/release/hubcast missing; run make image" >&2; exit 1; }
+  # HUBCAST_BINARY: another build to package (it must be linked with --static-swift-stdlib on bookworm).
+  local binary=${HUBCAST_BINARY:-$work/release/hubcast}
+  [ -x "$binary" ] || { echo "image: $binary missing; run make image" >&2; exit 1; }
   mkdir -p "$work/stage"
   # A plain file at a fixed path: the build context (.dockerignore) admits exactly this one.
-  install -m 0755 "$work/release/hubcast" "$work/stage/hubcast"
+  install -m 0755 "$binary" "$work/stage/hubcast"
   build_base
   $sudo podman build --network=host --format docker --pull=never \
     --target runtime-prebuilt \
@@ -71,14 +74,19 @@ build() {
 # The image's HEALTHCHECK against a real `hubcast run` (dev broker in a second container; the hub check is
 # skipped, /healthz only says the poll loop turns). Needs the --http-port that serves /healthz.
 health_test() {
-  if ! $sudo podman run --rm --no-healthcheck "$image" run --help | grep -q -- '--http-port'; then
+  local help
+  help=$($sudo podman run --rm --no-healthcheck "$image" run --help)
+  if ! grep -q -- '--http-port' <<<"$help"; then
     echo "image: HEALTHCHECK NOT EXERCISED: this hubcast has no --http-port (no /healthz) yet" >&2
     return
   fi
   local name=hubcast-image-test-$$ broker port
-  trap '$sudo podman rm -f "$name-broker" "$name-run" >/dev/null 2>&1 || true' RETURN
+  # Expanded now (the locals are gone when a RETURN trap fires later) and cleared after it ran once.
+  # shellcheck disable=SC2064
+  trap "$sudo podman rm -f '$name-broker' '$name-run' >/dev/null 2>&1 || true; trap - RETURN" RETURN
   $sudo podman run -d --no-healthcheck --network=host --read-only --name "$name-broker" "$image" dev-broker --port 0 >/dev/null
-  broker=$(timeout 60 $sudo podman logs -f "$name-broker" 2>/dev/null | head -n 1)
+  # The broker prints its address first; read that line and leave `logs -f` to end with the container.
+  read -r broker < <(timeout 60 $sudo podman logs -f "$name-broker" 2>/dev/null) || true
   [ -n "$broker" ] || { echo "image: the dev broker did not start" >&2; exit 1; }
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   # --health-interval=disable: no systemd timer (there is no systemd here); `healthcheck run` probes on demand.
