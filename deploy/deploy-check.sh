@@ -9,6 +9,9 @@
 #   consistency               stop deadlines above the drain timeout, in all three platforms
 # Usage: deploy/deploy-check.sh [--root DIR] [--only NAME]...   (DIR: a copy of deploy/, for the self-test)
 # The linters go into .build-deploycheck/venv (PyPI, pinned in deploy/check/requirements.txt).
+# Vendored schemas (deploy/check/schemas/): compose-spec.json is compose-spec/compose-spec's
+# schema/compose-spec.json at 170098ba07d9f53c383a41bfd4c5166b0a4529a6 (2026-06-23), verbatim; the KEDA CRD's
+# origin is in its header. Refresh them by hand when a newer Compose or KEDA is the target.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
