@@ -1,5 +1,5 @@
 # hubcast: the two quick-start targets are `make demo` and `make test`; both run `setup` first.
-.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro faults clean
+.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro faults deploy-check image image-test clean
 
 setup:
 	@bash deploy/setup.sh
@@ -53,6 +53,22 @@ bench-emulator: bench-tools
 faults: setup
 	@if [ -z "$$HUBCAST_BIN" ]; then swift build -c release --product hubcast --scratch-path .build-faults; fi
 	python3 benchmarks/faults.py
+
+# Deployment files (deploy/Dockerfile, compose.yaml, k8s/, systemd/) checked offline by maintained linters,
+# which it installs into .build-deploycheck/; then shows that a deliberately broken copy fails each check.
+deploy-check:
+	bash deploy/deploy-check.sh
+	bash deploy/check/self-test.sh
+
+# The container image without a registry: a release binary with the Swift runtime linked in (its own
+# scratch path), fed to deploy/Dockerfile's runtime stage on a debootstrapped bookworm, by podman.
+image: setup
+	swift build -c release --static-swift-stdlib --product hubcast --scratch-path .build-image
+	bash deploy/image.sh build
+
+# `hubcast demo` inside the image: exit 0 only if every valid item was delivered.
+image-test: image
+	bash deploy/image.sh test
 
 clean:
 	rm -rf .build

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Shows `make deploy-check` catches what it is for: each case copies deploy/, breaks one file the way a
+# careless edit would, runs only the check meant to catch it, and expects that check to fail (with the
+# copy untouched otherwise; the same check passes on the real files just before, in deploy-check.sh).
+# Exits 1 if any breakage goes unnoticed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+missed=()
+
+# expect_failure CHECK FILE SED-EXPRESSION DESCRIPTION
+expect_failure() {
+  local check=$1 file=$2 expression=$3 description=$4 copy=$scratch/deploy
+  rm -rf "$copy"
+  mkdir -p "$copy"
+  cp -r deploy/Dockerfile deploy/compose.yaml deploy/k8s deploy/systemd "$copy/"
+  sed -i -e "$expression" "$copy/$file"
+  if cmp -s "deploy/$file" "$copy/$file"; then
+    echo "self-test: $description: the edit changed nothing (fix the case)" >&2
+    missed+=("$description")
+    return
+  fi
+  if bash deploy/deploy-check.sh --root "$copy" --only "$check" >"$scratch/out" 2>&1; then
+    echo "self-test: MISSED $description ($check passed)" >&2
+    missed+=("$description")
+  else
+    echo "self-test: caught $description ($check)"
+  fi
+}
+
+expect_failure kubernetes-validate k8s/run-deployment.yaml \
+  's/terminationGracePeriodSeconds:/terminationGracePeriodSecond:/' "a misspelt Deployment field"
+expect_failure kubernetes-validate k8s/run-pdb.yaml \
+  's/maxUnavailable: 1/maxUnavailable: [1]/' "a PodDisruptionBudget value of the wrong type"
+expect_failure kubernetes-validate k8s/run-scaledobject.yaml \
+  's/maxReplicaCount:/maxReplicas:/' "a ScaledObject field KEDA does not have"
+expect_failure kubernetes-validate k8s/kustomization.yaml \
+  '/run-networkpolicy.yaml/d' "a manifest the kustomization leaves out"
+expect_failure checkov-kubernetes k8s/run-deployment.yaml \
+  's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/' "a writable root filesystem"
+expect_failure compose-schema compose.yaml \
+  's/^    restart: "no"$/    restarts: "no"/' "a Compose key the specification does not have"
+expect_failure yamllint compose.yaml \
+  's/^  kafka:$/  kafka:\n  kafka:/' "a duplicated Compose service key"
+expect_failure hadolint Dockerfile \
+  's/^WORKDIR \/src$/RUN cd \/src/' "a RUN cd instead of WORKDIR"
+expect_failure checkov-dockerfile Dockerfile \
+  '/^HEALTHCHECK/,/^  CMD/d' "an image without a HEALTHCHECK"
+expect_failure systemd-verify systemd/hubcast.service \
+  's/^NoNewPrivileges=yes/NoNewPrivilege=yes/' "a misspelt systemd directive"
+expect_failure systemd-security systemd/hubcast.service \
+  '/^DynamicUser=yes/d; /^ProtectSystem=strict/d; /^SystemCallFilter/d; /^CapabilityBoundingSet=/d' \
+  "a unit without its sandbox"
+expect_failure consistency k8s/run-deployment.yaml \
+  's/terminationGracePeriodSeconds: 45/terminationGracePeriodSeconds: 30/' "a grace period no longer than the drain"
+
+if [ ${#missed[@]} -gt 0 ]; then
+  echo "self-test: deploy-check missed: ${missed[*]}" >&2
+  exit 1
+fi
+echo "self-test: deploy-check caught every breakage"

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Builds and tests the container image offline, without a registry (CI and `make image`):
+#   deploy/image.sh build   a bookworm base from debootstrap, then deploy/Dockerfile's runtime stage fed
+#                           the hubcast binary built on this host (.build-image/release/hubcast)
+#   deploy/image.sh test    `hubcast demo` inside that image; exits with the demo's status
+# HUBCAST_IMAGE names the image (default localhost/hubcast:latest); HUBCAST_BINARY packages another build.
+# Podman, runc and debootstrap come from Debian and are installed here if missing (root or sudo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+image=${HUBCAST_IMAGE:-localhost/hubcast:latest}
+base=localhost/hubcast-base:bookworm-minbase
+work=.build-image
+export CONTAINERS_CONF=$PWD/deploy/image/containers.conf
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "image: need root (or sudo) for podman and debootstrap" >&2; exit 1; }
+  sudo="sudo --preserve-env=CONTAINERS_CONF"
+fi
+
+install_tools() {
+  local missing=()
+  for package in podman runc debootstrap; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  echo "image: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The Debian mirror this machine's apt already uses (deb822 or one-line sources), else the default one.
+mirror() {
+  local uri
+  uri=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+        | grep -v security | sed -E 's/^URIs:[[:space:]]*//; s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?//' | awk '{print $1; exit}')
+  echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# Stands in for debian:bookworm-slim, which needs a registry: the same release, minimal variant.
+build_base() {
+  if $sudo podman image exists "$base"; then return; fi
+  local rootfs=$work/rootfs
+  $sudo rm -rf "$rootfs"
+  echo "image: debootstrap --variant=minbase bookworm from $(mirror)"
+  $sudo debootstrap --variant=minbase bookworm "$rootfs" "$(mirror)" >"$work/debootstrap.log" 2>&1 \
+    || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
+  # debootstrap writes the release alone; the updates and security suites come from this host's sources.
+  if [ -f /etc/apt/sources.list.d/debian.sources ] && grep -q bookworm /etc/apt/sources.list.d/debian.sources; then
+    $sudo rm -f "$rootfs/etc/apt/sources.list"
+    $sudo cp /etc/apt/sources.list.d/debian.sources "$rootfs/etc/apt/sources.list.d/debian.sources"
+  fi
+  $sudo rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  $sudo tar -C "$rootfs" -c . | $sudo podman import --quiet - "$base" >/dev/null
+  $sudo rm -rf "$rootfs"
+}
+
+build() {
+  install_tools
+  # HUBCAST_BINARY: another build to package (it must be linked with --static-swift-stdlib on bookworm).
+  local binary=${HUBCAST_BINARY:-$work/release/hubcast}
+  [ -x "$binary" ] || { echo "image: $binary missing; run make image" >&2; exit 1; }
+  mkdir -p "$work/stage"
+  # A plain file at a fixed path: the build context (.dockerignore) admits exactly this one.
+  install -m 0755 "$binary" "$work/stage/hubcast"
+  build_base
+  $sudo podman build --network=host --format docker --pull=never \
+    --target runtime-prebuilt \
+    --build-arg RUNTIME_BASE="$base" \
+    -f deploy/Dockerfile -t "$image" .
+}
+
+# The image's HEALTHCHECK against a real `hubcast run` (dev broker in a second container; the hub check is
+# skipped, /healthz only says the poll loop turns). Needs the --http-port that serves /healthz.
+health_test() {
+  local help
+  help=$($sudo podman run --rm --no-healthcheck "$image" run --help)
+  if ! grep -q -- '--http-port' <<<"$help"; then
+    echo "image: HEALTHCHECK NOT EXERCISED: this hubcast has no --http-port (no /healthz) yet" >&2
+    return
+  fi
+  local name=hubcast-image-test-$$ broker port
+  # Expanded now (the locals are gone when a RETURN trap fires later) and cleared after it ran once.
+  # shellcheck disable=SC2064
+  trap "$sudo podman rm -f '$name-broker' '$name-run' >/dev/null 2>&1 || true; trap - RETURN" RETURN
+  $sudo podman run -d --no-healthcheck --network=host --read-only --name "$name-broker" "$image" dev-broker --port 0 >/dev/null
+  # The broker prints its address first; read that line and leave `logs -f` to end with the container.
+  read -r broker < <(timeout 60 $sudo podman logs -f "$name-broker" 2>/dev/null) || true
+  [ -n "$broker" ] || { echo "image: the dev broker did not start" >&2; exit 1; }
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # --health-interval=disable: no systemd timer (there is no systemd here); `healthcheck run` probes on demand.
+  $sudo podman run -d --health-interval=disable --network=host --read-only --tmpfs /tmp --name "$name-run" \
+    -e HUBCAST_HTTP_PORT="$port" -e HUBCAST_HUB=hubcast \
+    -e HUBCAST_CONNECTION_STRING='Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true' \
+    "$image" run --brokers "$broker" --skip-hub-check --dlq file:/tmp/dlq.jsonl >/dev/null 2>"$work/podman-run.log" \
+    || { cat "$work/podman-run.log" >&2; exit 1; }
+  # Each attempt is the image's own health probe; the deadline is a guard, not a timing assumption.
+  local deadline=$((SECONDS + 60))
+  until $sudo podman healthcheck run "$name-run" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then
+      $sudo podman logs "$name-run" 2>&1 | tail -20 >&2
+      echo "image: HEALTHCHECK never passed for hubcast run" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+  echo "image: HEALTHCHECK passes for hubcast run (/healthz on port $port)"
+}
+
+run_test() {
+  install_tools
+  $sudo podman image exists "$image" || { echo "image: $image missing; run make image" >&2; exit 1; }
+  local user missing
+  user=$($sudo podman run --rm --no-healthcheck --entrypoint id "$image" -u)
+  [ "$user" != 0 ] || { echo "image: runs as root" >&2; exit 1; }
+  # Every shared library the binary links is in the runtime stage (ldd prints "not found" otherwise).
+  missing=$($sudo podman run --rm --no-healthcheck --entrypoint ldd "$image" /usr/local/bin/hubcast | grep "not found" || true)
+  [ -z "$missing" ] || { echo "image: libraries missing: $missing" >&2; exit 1; }
+  echo "image: runs as uid $user, all libraries present; hubcast demo in $image"
+  # As a platform runs it: read-only root, only /tmp writable. The demo has no HTTP port, so no health check.
+  $sudo podman run --rm --no-healthcheck --network=host --read-only --tmpfs /tmp "$image" demo --devices 2000
+  health_test
+}
+
+case "${1:-}" in
+  build) build ;;
+  test) run_test ;;
+  *) echo "usage: deploy/image.sh build|test" >&2; exit 2 ;;
+esac
