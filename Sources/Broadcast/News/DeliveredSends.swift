@@ -5,17 +5,17 @@ import Synchronization
 /// delivery, never before: an item whose send never started is not mistaken for a duplicate.
 /// An optimisation within one process, not a guarantee across instances.
 public final class DeliveredSends: Sendable {
-    private let window: Mutex<RecentIDs>
+    private let window: Mutex<RecentIDs<Int>>
 
     public init(capacity: Int) {
         window = Mutex(RecentIDs(capacity: capacity))
     }
 
-    func delivered(_ key: String) {
+    func delivered(_ key: Int) {
         window.withLock { _ = $0.insert(key) }
     }
 
-    func contains(_ key: String) -> Bool {
+    func contains(_ key: Int) -> Bool {
         window.withLock { $0.contains(key) }
     }
 }

@@ -1,8 +1,8 @@
 /// The last `capacity` item ids seen, so that one process does not send an item twice
 /// (an optimisation across re-reads, not a guarantee across instances).
-public struct RecentIDs: Sendable {
-    private var order: [String?]
-    private var members: Set<String> = []
+public struct RecentIDs<ID: Hashable & Sendable>: Sendable {
+    private var order: [ID?]
+    private var members: Set<ID> = []
     private var next = 0
 
     public init(capacity: Int) {
@@ -10,7 +10,7 @@ public struct RecentIDs: Sendable {
     }
 
     /// True when `id` was not among the recent ones (and now is).
-    public mutating func insert(_ id: String) -> Bool {
+    public mutating func insert(_ id: ID) -> Bool {
         guard !members.contains(id) else { return false }
         if let evicted = order[next] { members.remove(evicted) }
         order[next] = id
@@ -19,5 +19,5 @@ public struct RecentIDs: Sendable {
         return true
     }
 
-    public func contains(_ id: String) -> Bool { members.contains(id) }
+    public func contains(_ id: ID) -> Bool { members.contains(id) }
 }
