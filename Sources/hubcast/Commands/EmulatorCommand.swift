@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import Health
 import HubEmulator
+import OperationsEndpoint
 import Logging
 import ServiceLifecycle
 
@@ -19,6 +21,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var http: HTTPOptions
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on (env HUBCAST_EMULATOR_HOST; default 127.0.0.1).", valueName: "host"))
     var host: String?
@@ -50,6 +53,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.emulator")
+        let endpoint = try http.endpoint(settings, logger: logger)
         var config = NotificationHubEmulator.Configuration()
         config.hubs = hubs
         config.samplePayloads = try settings.int(samplePayloads, "sample-payloads", default: 3, range: 0...1000)
@@ -78,7 +82,12 @@ struct EmulatorCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data("\(full)\n\(listen)\n".utf8))
             logger.info("Notification Hubs emulator running (in memory; state is lost at exit)", metadata: ["url": "http://\(host):\(bound)/"])
         }
-        let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var services: [any Service] = [server]
+        if let endpoint {
+            // The emulator keeps no swift-metrics of its own (its counts are GET /_emulator/stats).
+            services.append(OperationsServer(health: .serverOnly(), host: endpoint.host, port: endpoint.port, logger: logger) { [] })
+        }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 }
