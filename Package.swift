@@ -85,7 +85,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Metrics kept in memory (a swift-metrics back end) for the stdout JSON-lines printer.
+        // swift-metrics back ends: in memory (HDR histograms) for the stdout JSON-lines printer, and
+        // swift-prometheus's registry for /metrics.
         .target(
             name: "Telemetry",
             dependencies: [

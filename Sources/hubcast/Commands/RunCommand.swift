@@ -50,7 +50,9 @@ struct RunCommand: AsyncParsableCommand {
         let endpoint = try http.endpoint(settings, legacy: legacyPrometheus, logger: logger)
 
         let metrics = InMemoryMetrics()
-        MetricsSystem.bootstrap(metrics)
+        let prometheus = PrometheusMetrics()
+        // Prometheus records only when it is scraped: without --http-port, a send pays for one back end.
+        MetricsSystem.bootstrap(endpoint == nil ? metrics : MultiplexMetricsHandler(factories: [metrics, prometheus.factory]))
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
         let consumer: KafkaConsumer
         do {
@@ -79,9 +81,8 @@ struct RunCommand: AsyncParsableCommand {
         let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
         var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let endpoint {
-            extra.append(.init(service: OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger) {
-                Array(PrometheusText.render(metrics.snapshot(resettingIntervals: false)).utf8)
-            }))
+            extra.append(.init(service: OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger,
+                                                         exposition: prometheus.exposition)))
         }
         let started = ContinuousClock.now
         // Shut down in reverse: the pipeline drains and commits, then the consumer leaves its group,
