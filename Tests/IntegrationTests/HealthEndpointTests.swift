@@ -93,7 +93,12 @@ import TestSupport
         let alive = try await Self.waitFor("http://127.0.0.1:\(port)/healthz") { $0.status == 200 }
         #expect(alive != nil)
         #expect(try await Self.get("http://127.0.0.1:\(port)/readyz").status == 200)
-        #expect(try await Self.get("http://127.0.0.1:\(port)/metrics").status == 200)
+        // A send without a token is refused, and /metrics counts it by status.
+        let hub = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
+        _ = try await ChildProcess.run("curl", ["-s", "-X", "POST", "--data", "{}", "http://127.0.0.1:\(hub)/hubcast/messages/?api-version=2020-06"])
+        let metrics = try await Self.get("http://127.0.0.1:\(port)/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.body.contains(#"hubcast_emulator_sends{status="401"} 1"#), "\(metrics.body)")
     }
 
     @Test func theDeprecatedPrometheusPortStillWorksAndDisagreeingPortsAreRefused() async throws {

@@ -4,7 +4,9 @@ import Health
 import HubEmulator
 import OperationsEndpoint
 import Logging
+import Metrics
 import ServiceLifecycle
+import Telemetry
 
 /// `hubcast emulator`: a local Notification Hubs for development, tests, the demo and benchmarks.
 struct EmulatorCommand: AsyncParsableCommand {
@@ -54,6 +56,9 @@ struct EmulatorCommand: AsyncParsableCommand {
         let settings = try common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.emulator")
         let endpoint = try http.endpoint(settings, logger: logger)
+        // The delivery log's counters (sends by status, devices reached) for /metrics, before it exists.
+        let prometheus = PrometheusMetrics()
+        if endpoint != nil { MetricsSystem.bootstrap(prometheus.factory) }
         var config = NotificationHubEmulator.Configuration()
         config.hubs = hubs
         config.samplePayloads = try settings.int(samplePayloads, "sample-payloads", default: 3, range: 0...1000)
@@ -84,8 +89,8 @@ struct EmulatorCommand: AsyncParsableCommand {
         }
         var services: [any Service] = [server]
         if let endpoint {
-            // The emulator keeps no swift-metrics of its own (its counts are GET /_emulator/stats).
-            services.append(OperationsServer(health: .serverOnly(), host: endpoint.host, port: endpoint.port, logger: logger) { [] })
+            services.append(OperationsServer(health: .serverOnly(), host: endpoint.host, port: endpoint.port, logger: logger,
+                                             exposition: prometheus.exposition))
         }
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
