@@ -53,7 +53,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     var faults: [String] = []
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.emulator")
         let endpoint = try http.endpoint(settings, logger: logger)
         // The delivery log's counters (sends by status, devices reached) for /metrics, before it exists.

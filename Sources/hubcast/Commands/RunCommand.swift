@@ -40,7 +40,7 @@ struct RunCommand: AsyncParsableCommand {
     var skipHubCheck = false
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.run")
         let categories = try categoryOptions.resolve(settings)
         let kafkaConfig = try kafka.configuration(settings)

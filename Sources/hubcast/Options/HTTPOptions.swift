@@ -6,7 +6,7 @@ struct HTTPOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Serve GET /healthz (alive), /readyz (ready) and /metrics (Prometheus) on this port (env HUBCAST_HTTP_PORT; default off).", valueName: "port"))
     var httpPort: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Address of the --http-port endpoint (env HUBCAST_HTTP_HOST; default 127.0.0.1; 0.0.0.0 in a container).", valueName: "host"))
+    @Option(name: .long, help: ArgumentHelp("Address of the --http-port endpoint, 0.0.0.0 in a container (env HUBCAST_HTTP_HOST; default 127.0.0.1).", valueName: "host"))
     var httpHost: String?
 
     /// The endpoint's address, when one is asked for. The deprecated names still work (with a
