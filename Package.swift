@@ -22,6 +22,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
     ],
     targets: [
         // C seams: one system-library target per C library, nothing else calls C.
@@ -77,24 +81,31 @@ let package = Package(
             dependencies: [
                 "News", "NotificationHubs",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Metrics kept in memory (a swift-metrics back end) for the stdout JSON-lines printer.
+        // swift-metrics back ends: in memory (HDR histograms) for the stdout JSON-lines printer, and
+        // swift-prometheus's registry for /metrics.
         .target(
             name: "Telemetry",
             dependencies: [
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
             ]
         ),
-        // The metrics over HTTP for Prometheus: the only HTTP server the pipeline's process runs.
+        // What the probes answer (alive, ready), from events the consumer, pipeline and sink report.
+        .target(name: "Health", dependencies: ["Kafka", "Broadcast"]),
+        // The optional HTTP port for orchestrators: /healthz, /readyz, /metrics. The only HTTP server
+        // the pipeline's process runs.
         .target(
-            name: "MetricsEndpoint",
+            name: "OperationsEndpoint",
             dependencies: [
-                "Telemetry",
+                "Health",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -132,9 +143,11 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "MetricsEndpoint", "Demo", "Replay",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Health", "OperationsEndpoint", "Demo", "Replay",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -148,6 +161,10 @@ let package = Package(
             "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),
             .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "HealthTests", dependencies: [
+            "Health", "OperationsEndpoint", "Broadcast", "Kafka",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"], exclude: ["Help"]),

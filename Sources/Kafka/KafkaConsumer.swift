@@ -15,6 +15,7 @@ public final class KafkaConsumer: Service, Sendable {
     private let pauses: Shared<PauseController>
     private let stopRequested = Atomic<Bool>(false)
     private let started = Atomic<Bool>(false)
+    private let polls = Atomic<UInt64>(0)
     private let logger: Logger
     private let handlers: Shared<RebalanceHandlers>
     public let configuration: KafkaConsumerConfiguration
@@ -124,6 +125,9 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
 
+    /// How many times the poll loop has called librdkafka: a liveness probe sees it move.
+    public var pollCount: UInt64 { polls.load(ordering: .relaxed) }
+
     /// Proves a broker answers before the consumer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
         let client = self.client
@@ -146,6 +150,7 @@ public final class KafkaConsumer: Service, Sendable {
                 usleep(1000)
                 continue
             }
+            polls.add(1, ordering: .relaxed)
             switch client.poll(timeoutMs: 100) {
             case .message(let message):
                 // A message fetched just before a revoke may still surface; it is not ours now.

@@ -2,7 +2,7 @@ import CoreMetrics
 import Synchronization
 
 /// A swift-metrics back end that keeps every value in memory for a printer to read: counters,
-/// meters (gauges) and timers (histograms, per interval and in total).
+/// meters (gauges) and timers (HDR histograms, per interval and in total).
 public final class InMemoryMetrics: MetricsFactory, Sendable {
     /// A metric's identity: its label and dimensions.
     public struct Key: Hashable, Sendable {
@@ -25,8 +25,8 @@ public final class InMemoryMetrics: MetricsFactory, Sendable {
         public var counters: [Key: Int64] = [:]
         public var meters: [Key: Double] = [:]
         /// Recorded since the previous `snapshot(resettingIntervals: true)`.
-        public var intervalTimers: [Key: Histogram] = [:]
-        public var totalTimers: [Key: Histogram] = [:]
+        public var intervalTimers: [Key: LatencyHistogram] = [:]
+        public var totalTimers: [Key: LatencyHistogram] = [:]
 
         public func counter(_ label: String) -> Int64 { counters.filter { $0.key.label == label }.values.reduce(0, +) }
         public func meter(_ label: String) -> Double { meters.filter { $0.key.label == label }.values.reduce(0, +) }
@@ -112,22 +112,26 @@ final class MeterBox: MeterHandler, RecorderHandler, FloatingPointCounterHandler
     func reset() { set(0.0) }
 }
 
-/// Durations in microseconds.
+/// Durations in microseconds. A sample goes into the interval's histogram only; the interval is
+/// folded into the total when it is read, so recording costs one histogram update, not two.
 final class TimerBox: TimerHandler, Sendable {
-    private let histograms = Mutex((interval: Histogram(), total: Histogram()))
+    private let histograms = Mutex((interval: LatencyHistogram(), total: LatencyHistogram()))
 
     func recordNanoseconds(_ duration: Int64) {
         let micros = duration / 1000
-        histograms.withLock {
-            $0.interval.record(micros)
-            $0.total.record(micros)
-        }
+        histograms.withLock { $0.interval.record(micros) }
     }
 
-    func read(reset: Bool) -> (Histogram, Histogram) {
+    func read(reset: Bool) -> (LatencyHistogram, LatencyHistogram) {
         histograms.withLock { h in
-            defer { if reset { h.interval = Histogram() } }
-            return (h.interval, h.total)
+            var total = h.total
+            total.merge(h.interval)
+            let interval = h.interval
+            if reset {
+                h.total = total
+                h.interval = LatencyHistogram()
+            }
+            return (interval, total)
         }
     }
 }

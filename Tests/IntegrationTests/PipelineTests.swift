@@ -16,7 +16,7 @@ import TestSupport
         ]
         try await h.produce(0..<5000, extra: invalid)
         let prometheusPort = freeLoopbackPort()
-        async let running = h.run(["--prometheus-port", String(prometheusPort)])
+        async let running = h.run(["--http-port", String(prometheusPort)])
         // While it runs, the same metrics are served for Prometheus.
         var scraped = ""
         let deadline = ContinuousClock.now + .seconds(60)
@@ -25,6 +25,7 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(scraped.contains("# TYPE hubcast_sent counter"))
+        #expect(scraped.contains("# TYPE hubcast_send_latency_seconds histogram"), "\(scraped.prefix(2000))")
         let run = try await running
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
 

@@ -43,6 +43,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     let deadLetters: any DeadLetterSink
     let configuration: Configuration
     let metrics: PipelineMetrics
+    let observer: PipelineObserver
     let logger: Logger
     let clock: C
     let origin: C.Instant
@@ -54,13 +55,15 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     let post: @Sendable (Event) -> Void
 
     public init(source: any RecordSource, preparer: Preparer, sender: Delivery, deadLetters: any DeadLetterSink,
-                configuration: Configuration, metrics: PipelineMetrics, logger: Logger, clock: C) {
+                configuration: Configuration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
+                logger: Logger, clock: C) {
         self.source = source
         self.preparer = preparer
         self.sender = sender
         self.deadLetters = deadLetters
         self.configuration = configuration
         self.metrics = metrics
+        self.observer = observer
         self.logger = logger
         self.clock = clock
         origin = clock.now
@@ -186,10 +189,12 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 revokes.complete(id, commit: offsets)
             case .reportHubUnavailable(let reason, let since):
                 metrics.hubAvailable.set(0)
+                observer.hubUnavailable(reason)
                 logger.error("The hub is unavailable: sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it",
                              metadata: ["reason": "\(reason)", "forSeconds": "\((now() - since).components.seconds)"])
             case .reportHubAvailable(let after):
                 metrics.hubAvailable.set(1)
+                observer.hubAvailable()
                 logger.info("The hub is available again", metadata: ["afterSeconds": "\(after.components.seconds)"])
             case .cancelInFlight:
                 logger.warning("Abandoning unfinished sends; they are read again later",

@@ -61,7 +61,7 @@ public struct MetricsPrinter: Service {
         w.key("sendsPerSec")
         w.raw(String(format: "%.1f", Double(sentNow) / seconds).utf8)
         let timers = final ? s.totalTimers : s.intervalTimers
-        let send = timers.filter { $0.key.label == "hubcast_send_latency" }.values.reduce(into: Histogram()) { $0.merge($1) }
+        let send = timers.filter { $0.key.label == "hubcast_send_latency" }.values.reduce(into: LatencyHistogram()) { $0.merge($1) }
         w.key("latencyMs")
         writeLatency(send, into: &w)
         w.key("endToEndMs")
@@ -89,7 +89,7 @@ public struct MetricsPrinter: Service {
         return w.bytes
     }
 
-    private static func writeLatency(_ h: Histogram, into w: inout JSONWriter) {
+    private static func writeLatency(_ h: LatencyHistogram, into w: inout JSONWriter) {
         w.beginObject()
         for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
             w.key(name)

@@ -29,11 +29,12 @@ public enum PipelineService {
     }
 
     public static func pipeline(source: any RecordSource, sender: HubSender, deadLetters: any DeadLetterSink,
-                                configuration: PipelineConfiguration, metrics: PipelineMetrics, logger: Logger) -> NewsPipeline {
+                                configuration: PipelineConfiguration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
+                                logger: Logger) -> NewsPipeline {
         let preparer = NewsPreparer(categories: configuration.categories, maxMessageBytes: configuration.maxMessageBytes,
                                     delivered: sender.delivered, metrics: metrics, logger: logger)
         return Pipeline(source: source, preparer: preparer, sender: sender, deadLetters: deadLetters,
-                        configuration: shell(configuration), metrics: metrics, logger: logger, clock: ContinuousClock())
+                        configuration: shell(configuration), metrics: metrics, observer: observer, logger: logger, clock: ContinuousClock())
     }
 
     static func shell(_ c: PipelineConfiguration) -> NewsPipeline.Configuration {

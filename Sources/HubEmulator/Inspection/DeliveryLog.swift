@@ -1,3 +1,4 @@
+import Metrics
 import NotificationHubs
 import News
 import Synchronization
@@ -25,10 +26,14 @@ public final class DeliveryLog: Sendable {
         var devicesReached = 0
         var statusCounts: [Int: Int] = [:]
         var deliveriesByExpression: [String: Int] = [:]
+        /// One counter per status answered, made when the status is first seen.
+        var answered: [Int: Counter] = [:]
     }
 
     private let state = Mutex(State())
     private let nextID = Atomic<Int>(1)
+    /// The same counts through swift-metrics, for `hubcast emulator --http-port`'s /metrics.
+    private let devicesReached = Counter(label: "hubcast_emulator_devices_reached")
     let capacity: Int
 
     init(capacity: Int) { self.capacity = max(1, capacity) }
@@ -38,10 +43,12 @@ public final class DeliveryLog: Sendable {
     func newNotificationID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
 
     func recordSend(_ record: Record) {
+        devicesReached.increment(by: record.matched)
         state.withLock { s in
             s.sends += 1
             s.devicesReached += record.matched
             s.statusCounts[201, default: 0] += 1
+            Self.answered(201, in: &s).increment()
             s.deliveriesByExpression[record.tagExpression ?? "(broadcast)", default: 0] += record.matched
             if s.records.count >= capacity {
                 // Oldest out: the log is for inspection, bounded so a long benchmark cannot exhaust memory.
@@ -54,11 +61,22 @@ public final class DeliveryLog: Sendable {
 
     /// Counts a non-201 answer to a send.
     func recordStatus(_ status: Int) {
-        state.withLock { $0.statusCounts[status, default: 0] += 1 }
+        state.withLock { s in
+            s.statusCounts[status, default: 0] += 1
+            Self.answered(status, in: &s).increment()
+        }
+    }
+
+    private static func answered(_ status: Int, in s: inout State) -> Counter {
+        if let counter = s.answered[status] { return counter }
+        let counter = Counter(label: "hubcast_emulator_sends", dimensions: [("status", String(status))])
+        s.answered[status] = counter
+        return counter
     }
 
     func clear() {
-        state.withLock { $0 = State() }
+        // The counters go on: Prometheus counters only ever grow.
+        state.withLock { $0 = State(answered: $0.answered) }
     }
 
     /// `{"count":N,"deliveries":[…]}` for the records after `afterID`.

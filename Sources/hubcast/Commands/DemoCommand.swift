@@ -23,7 +23,7 @@ struct DemoCommand: AsyncParsableCommand {
     var devices: Int = 10_000
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         var logLevelOptions = common
         if logLevelOptions.logLevel == nil && settings.string(nil, "log-level") == nil { logLevelOptions.logLevel = "warning" }
         let logger = try logLevelOptions.bootstrapLogging(settings, label: "hubcast.demo")

@@ -31,7 +31,7 @@ struct DevBrokerCommand: AsyncParsableCommand {
     var port: Int?
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.dev-broker")
         let partitionCount = try settings.int(partitions, "partitions", default: 3, range: 1...1000)
         let brokers = try settings.int(brokerCount, "broker-count", default: 1, range: 1...9)

@@ -1,8 +1,12 @@
 import ArgumentParser
 import Foundation
+import Health
 import HubEmulator
+import OperationsEndpoint
 import Logging
+import Metrics
 import ServiceLifecycle
+import Telemetry
 
 /// `hubcast emulator`: a local Notification Hubs for development, tests, the demo and benchmarks.
 struct EmulatorCommand: AsyncParsableCommand {
@@ -19,6 +23,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var http: HTTPOptions
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on (env HUBCAST_EMULATOR_HOST; default 127.0.0.1).", valueName: "host"))
     var host: String?
@@ -48,8 +53,12 @@ struct EmulatorCommand: AsyncParsableCommand {
     var faults: [String] = []
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.emulator")
+        let endpoint = try http.endpoint(settings, logger: logger)
+        // The delivery log's counters (sends by status, devices reached) for /metrics, before it exists.
+        let prometheus = PrometheusMetrics()
+        if endpoint != nil { MetricsSystem.bootstrap(prometheus.factory) }
         var config = NotificationHubEmulator.Configuration()
         config.hubs = hubs
         config.samplePayloads = try settings.int(samplePayloads, "sample-payloads", default: 3, range: 0...1000)
@@ -78,7 +87,12 @@ struct EmulatorCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data("\(full)\n\(listen)\n".utf8))
             logger.info("Notification Hubs emulator running (in memory; state is lost at exit)", metadata: ["url": "http://\(host):\(bound)/"])
         }
-        let group = ServiceGroup(services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var services: [any Service] = [server]
+        if let endpoint {
+            services.append(OperationsServer(health: .serverOnly(), host: endpoint.host, port: endpoint.port, logger: logger,
+                                             exposition: prometheus.exposition))
+        }
+        let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 }

@@ -50,7 +50,7 @@ struct ProduceCommand: AsyncParsableCommand {
     var maxMessageBytes: Int?
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.produce")
         let categories = try categoryOptions.resolve(settings)
         let decoder = NewsItemDecoder(maxMessageBytes: try settings.int(maxMessageBytes, "max-message-bytes", default: NewsItemDecoder.defaultMaxMessageBytes, range: 64...16_777_216))

@@ -75,7 +75,7 @@ struct ReplayCommand: AsyncParsableCommand {
     var metricsInterval: Int = 10
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.replay")
         let categories = try categoryOptions.resolve(settings)
         var config = Replayer.Configuration(categories: categories)

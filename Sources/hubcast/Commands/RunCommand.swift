@@ -7,7 +7,8 @@ import Metrics
 import NotificationHubs
 import ServiceLifecycle
 import Synchronization
-import MetricsEndpoint
+import Health
+import OperationsEndpoint
 import Telemetry
 
 /// `hubcast run`: the pipeline.
@@ -32,21 +33,26 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var categoryOptions: CategoryOptions
     @OptionGroup var hubOptions: HubOptions
     @OptionGroup var pipelineOptions: PipelineOptions
+    @OptionGroup var http: HTTPOptions
+    @OptionGroup var legacyPrometheus: LegacyPrometheusOptions
 
     @Flag(name: .long, help: "Skip the start-up check of the hub credentials (for a key without Listen rights).")
     var skipHubCheck = false
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.run")
         let categories = try categoryOptions.resolve(settings)
         let kafkaConfig = try kafka.configuration(settings)
         let (hubConfig, hubTransport) = try hubOptions.configuration(settings)
         let pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
         let timeout = try kafka.timeout(settings)
+        let endpoint = try http.endpoint(settings, legacy: legacyPrometheus, logger: logger)
 
         let metrics = InMemoryMetrics()
-        MetricsSystem.bootstrap(metrics)
+        let prometheus = PrometheusMetrics()
+        // Prometheus records only when it is scraped: without --http-port, a send pays for one back end.
+        MetricsSystem.bootstrap(endpoint == nil ? metrics : MultiplexMetricsHandler(factories: [metrics, prometheus.factory]))
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
         let consumer: KafkaConsumer
         do {
@@ -67,13 +73,16 @@ struct RunCommand: AsyncParsableCommand {
         if !skipHubCheck { try await HubCheck.verify(sender.client, timeout: timeout) }
 
         let (deadLetters, dlqProducer) = try pipelineOptions.deadLetterSink(settings, kafka: kafkaConfig, logger: logger)
-        let pipeline = PipelineService.pipeline(source: consumer, sender: sender, deadLetters: deadLetters,
-                                                configuration: pipelineConfig, metrics: pipelineMetrics, logger: logger)
+        let health = HealthMonitor(configuration: HealthState.Configuration(consumes: true), pollTurns: { consumer.pollCount })
+        let pipeline = PipelineService.pipeline(source: health.watching(consumer), sender: sender, deadLetters: health.watching(deadLetters),
+                                                configuration: pipelineConfig, metrics: pipelineMetrics,
+                                                observer: health.pipelineObserver, logger: logger)
 
         let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
         var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let endpoint = try pipelineOptions.prometheus(settings) {
-            extra.append(.init(service: PrometheusServer(metrics: metrics, host: endpoint.host, port: endpoint.port, logger: logger)))
+        if let endpoint {
+            extra.append(.init(service: OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger,
+                                                         exposition: prometheus.exposition)))
         }
         let started = ContinuousClock.now
         // Shut down in reverse: the pipeline drains and commits, then the consumer leaves its group,

@@ -42,7 +42,7 @@ struct SendCommand: AsyncParsableCommand {
     var json: String?
 
     func run() async throws {
-        let settings = try common.settings()
+        let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.send")
         let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
         let item = try makeItem()

@@ -4,13 +4,13 @@ import NotificationHubs
 
 /// Options every command has: the config file and the log level.
 struct CommonOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Config file of `name = value` lines, names as the long flags (env HUBCAST_CONFIG).", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("Config file: a JSON object (a .json file) or `name = value` lines, keys as the long flags (env HUBCAST_CONFIG).", valueName: "path"))
     var config: String?
 
     @Option(name: .long, help: ArgumentHelp("Log level on stderr: trace, debug, info, notice, warning, error, critical (env HUBCAST_LOG_LEVEL; default info).", valueName: "level"))
     var logLevel: String?
 
-    func settings() throws(CLIError) -> Settings { try Settings(configPath: config) }
+    func settings() async throws(CLIError) -> Settings { try await Settings.load(configPath: config) }
 
     /// Sends swift-log to stderr at the chosen level and returns the command's logger.
     func bootstrapLogging(_ settings: Settings, label: String) throws(CLIError) -> Logger {

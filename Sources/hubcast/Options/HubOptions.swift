@@ -35,7 +35,7 @@ struct HubOptions: ParsableArguments {
         guard let hubName = settings.string(hub, "hub"), !hubName.isEmpty else {
             throw .usage("--hub: no hub name (set --hub or HUBCAST_HUB)")
         }
-        guard let text = try settings.secret(environmentName: "HUBCAST_CONNECTION_STRING", fileFlag: connectionStringFile, fileName: "connection-string-file") else {
+        guard let text = try settings.secret("connection-string", fileFlag: connectionStringFile, fileName: "connection-string-file") else {
             throw .usage("no connection string: set HUBCAST_CONNECTION_STRING or --connection-string-file")
         }
         let connection: ConnectionString

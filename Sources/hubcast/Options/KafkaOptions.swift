@@ -37,7 +37,7 @@ struct KafkaOptions: ParsableArguments {
         }
         config.securityProtocol = proto
         if let user = settings.string(saslUsername, "sasl-username") {
-            guard let password = try settings.secret(environmentName: "HUBCAST_SASL_PASSWORD", fileFlag: saslPasswordFile, fileName: "sasl-password-file") else {
+            guard let password = try settings.secret("sasl-password", fileFlag: saslPasswordFile, fileName: "sasl-password-file") else {
                 throw .usage("--sasl-username is set but no password: set HUBCAST_SASL_PASSWORD or --sasl-password-file")
             }
             config.sasl = .init(mechanism: settings.string(saslMechanism, "sasl-mechanism", default: "PLAIN"), username: user, password: password)

@@ -41,12 +41,6 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Seconds between metrics lines on stdout (env HUBCAST_METRICS_INTERVAL; default 10).", valueName: "seconds"))
     var metricsInterval: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Also serve the metrics for Prometheus at http://<prometheus-host>:<port>/metrics (env HUBCAST_PROMETHEUS_PORT; default off).", valueName: "port"))
-    var prometheusPort: Int?
-
-    @Option(name: .long, help: ArgumentHelp("Address of the Prometheus endpoint (env HUBCAST_PROMETHEUS_HOST; default 127.0.0.1).", valueName: "host"))
-    var prometheusHost: String?
-
     @Option(name: .long, help: ArgumentHelp("Item ids remembered to avoid duplicate sends in one process (env HUBCAST_DEDUPE_WINDOW; default 100000).", valueName: "n"))
     var dedupeWindow: Int?
 
@@ -72,12 +66,6 @@ struct PipelineOptions: ParsableArguments {
             config.stopWhenIdle = .seconds(idle)
         }
         return config
-    }
-
-    /// The Prometheus endpoint's address, when one is asked for.
-    func prometheus(_ settings: Settings) throws(CLIError) -> (host: String, port: Int)? {
-        let port = try settings.int(prometheusPort, "prometheus-port", default: 0, range: 0...65535)
-        return port == 0 ? nil : (settings.string(prometheusHost, "prometheus-host", default: "127.0.0.1"), port)
     }
 
     func groupID(_ settings: Settings) -> String { settings.string(group, "group", default: "hubcast") }

@@ -1,21 +1,52 @@
+import Configuration
 import Foundation
 import NotificationHubs
+import SystemPackage
 
-/// Resolves a setting from its flag, then `HUBCAST_<NAME>`, then the config file.
+/// Resolves a setting from its flag, then `HUBCAST_<NAME>`, then the config file, through
+/// apple/swift-configuration: the flag comes first (swift-argument-parser parsed it), then a
+/// `ConfigReader` over the environment and the file. Secrets are read as secrets (redacted by the
+/// library wherever it reports a value) and never echoed in a message.
 struct Settings {
-    let environment: [String: String]
-    private let file: [String: String]
-    let filePath: String?
+    /// Settings that are secrets wherever they are set (environment or config file).
+    static let secretNames: Set<String> = ["connection-string", "sasl-password"]
 
-    /// Reads the config file named by `--config` or `HUBCAST_CONFIG`: `name = value` lines, `#` comments.
-    init(configPath: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIError) {
-        self.environment = environment
+    let environment: [String: String]
+    let filePath: String?
+    private let reader: ConfigReader
+
+    /// The config file named by `--config` or `HUBCAST_CONFIG`: JSON (`{"brokers": "…", "concurrency": 64}`)
+    /// when its name ends in `.json`, else `name = value` lines with `#` comments (the older format, still read).
+    static func load(configPath: String?, environment: [String: String] = ProcessInfo.processInfo.environment) async throws(CLIError) -> Settings {
         let path = configPath ?? environment["HUBCAST_CONFIG"]
-        filePath = path
-        guard let path else {
-            file = [:]
-            return
+        var providers: [any ConfigProvider] = [Self.hubcastNamed(environment, name: "environment")]
+        if let path {
+            let lowered = path.lowercased()
+            if lowered.hasSuffix(".yaml") || lowered.hasSuffix(".yml") {
+                throw .usage("--config: YAML files are not read; write the same keys as JSON (a .json file) or as `name = value` lines")
+            } else if lowered.hasSuffix(".json") {
+                do {
+                    providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(path)))
+                } catch {
+                    throw .usage("--config: \(LegibleText.quoted(path)) is not a readable JSON object of settings")
+                }
+            } else {
+                providers.append(Self.hubcastNamed(try legacyFile(path).reduce(into: [:]) { $0[environmentName($1.key)] = $1.value },
+                                                   name: "config file"))
+            }
         }
+        return Settings(environment: environment, filePath: path, reader: ConfigReader(providers: providers))
+    }
+
+    /// `HUBCAST_*` variables as keys without the prefix (`HUBCAST_HTTP_PORT` is `http-port`); the
+    /// older config files are read the same way, so their text values convert as the environment's do.
+    private static func hubcastNamed(_ variables: [String: String], name: String) -> some ConfigProvider {
+        EnvironmentVariablesProvider(environmentVariables: variables,
+                                     secretsSpecifier: .specific(Set(secretNames.map(environmentName))))
+            .prefixKeys(with: "hubcast")
+    }
+
+    private static func legacyFile(_ path: String) throws(CLIError) -> [String: String] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw .usage("--config: cannot read \(LegibleText.quoted(path))")
         }
@@ -29,12 +60,22 @@ struct Settings {
             let name = line[..<eq].trimmingCharacters(in: .whitespaces)
             values[name] = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
         }
-        file = values
+        return values
+    }
+
+    private static func key(_ name: String) -> ConfigKey { ConfigKey([name]) }
+
+    /// The setting as text, whatever its type in a JSON file.
+    private func text(_ name: String) -> String? {
+        let isSecret = Self.secretNames.contains(name)
+        return reader.string(forKey: Self.key(name), isSecret: isSecret)
+            ?? reader.int(forKey: Self.key(name), isSecret: isSecret).map(String.init)
+            ?? reader.bool(forKey: Self.key(name), isSecret: isSecret).map(String.init)
     }
 
     /// `name` is the flag's long name without dashes, e.g. "brokers" ↔ HUBCAST_BROKERS.
     func string(_ flag: String?, _ name: String) -> String? {
-        flag ?? environment[Self.environmentName(name)] ?? file[name]
+        flag ?? text(name)
     }
 
     func string(_ flag: String?, _ name: String, default value: String) -> String {
@@ -45,9 +86,10 @@ struct Settings {
         let resolved: Int
         if let flag {
             resolved = flag
-        } else if let text = string(nil, name) {
-            guard let parsed = Int(text) else { throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not a whole number") }
+        } else if let parsed = reader.int(forKey: Self.key(name)) {
             resolved = parsed
+        } else if let text = text(name) {
+            throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not a whole number")
         } else {
             resolved = value
         }
@@ -74,23 +116,26 @@ struct Settings {
     /// or the config file; anything else is refused rather than read as false.
     func bool(_ flag: Bool, _ name: String) throws(CLIError) -> Bool {
         if flag { return true }
-        guard let text = string(nil, name) else { return false }
-        switch text.lowercased() {
-        case "true": return true
-        case "false": return false
-        default: throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not true or false")
+        if let text = reader.string(forKey: Self.key(name)) {
+            switch text.lowercased() {
+            case "true": return true
+            case "false": return false
+            default: throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not true or false")
+            }
         }
+        return reader.bool(forKey: Self.key(name)) ?? false
     }
 
-    /// A secret: from the environment variable, or from the file a `…-file` setting names; never a flag.
-    func secret(environmentName: String, fileFlag: String?, fileName: String) throws(CLIError) -> String? {
+    /// A secret: from the file a `…-file` setting names, else from `HUBCAST_<NAME>` or the config
+    /// file's `name`; never a flag, never echoed.
+    func secret(_ name: String, fileFlag: String?, fileName: String) throws(CLIError) -> String? {
         if let path = string(fileFlag, fileName) {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
                 throw .usage("--\(fileName): cannot read \(LegibleText.quoted(path))")
             }
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
-        return environment[environmentName]
+        return reader.string(forKey: Self.key(name), isSecret: true)
     }
 
     /// Where a setting came from, for error messages.

@@ -75,4 +75,18 @@ let benchmarks: @Sendable () -> Void = {
             metrics.sendLatency.recordNanoseconds(Int64(900_000 + i & 0xFFFF))
         }
     }
+
+    // The same with /metrics served (`--http-port`): swift-metrics feeds swift-prometheus's registry too.
+    Benchmark("Metrics: the same with Prometheus (--http-port)") { benchmark in
+        let factory = MultiplexMetricsHandler(factories: [InMemoryMetrics(), PrometheusMetrics().factory])
+        let sent = Counter(label: "hubcast_sent", factory: factory)
+        let inFlight = Meter(label: "hubcast_in_flight", factory: factory)
+        let sendLatency = Timer(label: "hubcast_send_latency", factory: factory)
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            sent.increment()
+            inFlight.set(i & 63)
+            sendLatency.recordNanoseconds(Int64(900_000 + i & 0xFFFF))
+        }
+    }
 }

@@ -1,0 +1,77 @@
+import Broadcast
+import Foundation
+import Kafka
+
+extension HealthMonitor {
+    /// Hears the pipeline's verdicts on the hub.
+    public var pipelineObserver: PipelineObserver {
+        PipelineObserver(hubUnavailable: { [self] in hubUnavailable(reason: $0) }, hubAvailable: { [self] in hubAvailable() })
+    }
+
+    /// `source`, telling this monitor of its rebalances.
+    public func watching(_ source: any RecordSource) -> any RecordSource {
+        HealthReportingSource(base: source, monitor: self)
+    }
+
+    /// `sink`, telling this monitor whether its writes succeed.
+    public func watching(_ sink: any DeadLetterSink) -> any DeadLetterSink {
+        HealthReportingDeadLetterSink(base: sink, monitor: self)
+    }
+}
+
+/// A record source whose rebalances also reach the health monitor (partitions owned or joining).
+struct HealthReportingSource: RecordSource {
+    let base: any RecordSource
+    let monitor: HealthMonitor
+
+    func setRebalanceHandlers(_ handlers: RebalanceHandlers) {
+        let monitor = self.monitor
+        base.setRebalanceHandlers(RebalanceHandlers(
+            onAssign: { partitions in
+                monitor.assigned(partitions)
+                handlers.onAssign(partitions)
+            },
+            onRevoke: { partitions in
+                // The pipeline commits first; the partitions count as owned until they have gone.
+                let offsets = handlers.onRevoke(partitions)
+                monitor.revoked(partitions)
+                return offsets
+            }))
+    }
+
+    func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { await base.nextBatch(max: max, timeout: timeout) }
+    func commit(_ offsets: [TopicPartitionOffset]) async throws { try await base.commit(offsets) }
+    var lag: Int64 { base.lag }
+}
+
+/// A dead-letter sink whose failures make the process unready until a write succeeds again.
+struct HealthReportingDeadLetterSink: DeadLetterSink {
+    let base: any DeadLetterSink
+    let monitor: HealthMonitor
+
+    func write(_ record: DeadLetterRecord) async throws {
+        do {
+            try await base.write(record)
+            monitor.deadLetterWritten()
+        } catch {
+            monitor.deadLetterWriteFailed(reason: Self.reason(error))
+            throw error
+        }
+    }
+
+    func flush() async throws {
+        do {
+            try await base.flush()
+        } catch {
+            monitor.deadLetterWriteFailed(reason: Self.reason(error))
+            throw error
+        }
+    }
+
+    /// The kind of failure only: a probe answer is no place for an error's text.
+    private static func reason(_ error: any Error) -> String {
+        if let kafka = error as? KafkaError { return "\(kafka)" }
+        if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+        return String(describing: type(of: error))
+    }
+}

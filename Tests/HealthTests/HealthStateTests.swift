@@ -1,0 +1,95 @@
+import Health
+import Kafka
+import Testing
+
+@Suite struct HealthStateTests {
+    static let world0 = TopicPartition(topic: "news.world", partition: 0)
+    static let world1 = TopicPartition(topic: "news.world", partition: 1)
+
+    static func consumer() -> HealthState { HealthState(configuration: .init(consumes: true), now: .zero) }
+
+    static func failed(_ verdict: HealthState.Verdict) -> [String] { verdict.checks.filter { !$0.passed }.map(\.name) }
+
+    @Test func aMemberThatIsJoiningIsReady() {
+        let state = Self.consumer()
+        #expect(state.readiness(now: .seconds(1)).healthy)
+        #expect(state.readiness(now: .seconds(1)).checks.first { $0.name == "partitions" }?.detail == "joining the group")
+    }
+
+    @Test func anEmptyAssignmentMakesTheMemberUnreadyUntilItGetsPartitions() {
+        var state = Self.consumer()
+        state.assigned([])
+        #expect(Self.failed(state.readiness(now: .zero)) == ["partitions"])
+        #expect(state.liveness(now: .zero).healthy, "a member without partitions is still alive")
+        state.assigned([Self.world0])
+        #expect(state.readiness(now: .zero).healthy)
+    }
+
+    @Test func losingEveryPartitionIsARebalanceUnderWayNotUnreadiness() {
+        var state = Self.consumer()
+        state.assigned([Self.world0, Self.world1])
+        state.revoked([Self.world0])
+        #expect(state.readiness(now: .zero).healthy)
+        state.revoked([Self.world1])
+        #expect(state.readiness(now: .zero).healthy, "eager rebalance: everything goes, then comes back")
+        // Cooperative rebalance that leaves this member nothing: an empty assignment ends the join.
+        state.assigned([])
+        #expect(Self.failed(state.readiness(now: .zero)) == ["partitions"])
+    }
+
+    @Test func theHubsStateFollowsTheEngineReports() {
+        var state = Self.consumer()
+        state.assigned([Self.world0])
+        state.hubUnavailable(reason: "HTTP 401")
+        let unready = state.readiness(now: .zero)
+        #expect(!unready.healthy)
+        #expect(unready.reasons == ["hub: unavailable: HTTP 401"])
+        #expect(state.liveness(now: .zero).healthy, "an unavailable hub is no reason to restart the process")
+        state.hubAvailable()
+        #expect(state.readiness(now: .zero).healthy)
+    }
+
+    @Test func aFailedDeadLetterWriteMakesItUnreadyUntilOneSucceeds() {
+        var state = Self.consumer()
+        state.deadLetterWriteFailed(reason: "No space left on device")
+        #expect(Self.failed(state.readiness(now: .zero)) == ["deadLetters"])
+        state.deadLetterWritten()
+        #expect(state.readiness(now: .zero).healthy)
+    }
+
+    @Test func aPollLoopThatStopsTurningIsNotAliveAndNotReady() {
+        var state = Self.consumer()
+        let limit = state.configuration.pollStallLimit
+        state.polled(turns: 1, now: .seconds(1))
+        state.polled(turns: 9, now: .seconds(5))
+        #expect(state.liveness(now: .seconds(5) + limit).healthy, "at the limit it still counts as turning")
+        state.polled(turns: 9, now: .seconds(5) + limit + .seconds(1))
+        let dead = state.liveness(now: .seconds(5) + limit + .seconds(1))
+        #expect(!dead.healthy)
+        #expect(dead.reasons == ["pollLoop: no turn for 31 s"])
+        #expect(Self.failed(state.readiness(now: .seconds(5) + limit + .seconds(1))) == ["pollLoop"])
+        // It turns again: alive again.
+        state.polled(turns: 10, now: .seconds(60))
+        #expect(state.liveness(now: .seconds(60)).healthy)
+    }
+
+    @Test func aLoopThatNeverTurnsIsCaughtFromTheStart() {
+        let state = Self.consumer()
+        #expect(!state.liveness(now: state.configuration.pollStallLimit + .seconds(1)).healthy)
+    }
+
+    @Test func aServerWithoutAConsumerIsAliveAndReady() {
+        var state = HealthState(configuration: .init(consumes: false), now: .zero)
+        state.assigned([])
+        #expect(state.liveness(now: .seconds(3600)).healthy)
+        #expect(state.readiness(now: .seconds(3600)).healthy)
+    }
+
+    @Test func severalFailuresAreAllReported() {
+        var state = Self.consumer()
+        state.assigned([])
+        state.hubUnavailable(reason: "connection refused")
+        state.deadLetterWriteFailed(reason: "broker down")
+        #expect(Self.failed(state.readiness(now: .zero)) == ["partitions", "hub", "deadLetters"])
+    }
+}

@@ -1,0 +1,110 @@
+import Broadcast
+import Foundation
+import Health
+import Hummingbird
+import HummingbirdTesting
+import Kafka
+import OperationsEndpoint
+import Synchronization
+import Testing
+
+/// The HTTP layer over a real monitor, driven in process; and the adapters that feed the monitor.
+@Suite struct OperationsEndpointTests {
+    static func app(_ health: HealthMonitor, exposition: @escaping @Sendable () -> [UInt8] = { Array("x_total 1\n".utf8) }) -> some ApplicationProtocol {
+        Application(router: OperationsServer.router(health: health, exposition: exposition))
+    }
+
+    static func body(_ response: TestResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
+    }
+
+    @Test func probesAnswer200WithTheirChecksAnd503WithTheReason() async throws {
+        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: { 1 })
+        try await Self.app(health).test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(Self.body(response)["healthy"] as? Bool == true)
+            }
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType] == "application/json")
+            }
+            health.hubUnavailable(reason: "connection refused")
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .serviceUnavailable)
+                let body = Self.body(response)
+                #expect(body["healthy"] as? Bool == false)
+                #expect(body["reasons"] as? [String] == ["hub: unavailable: connection refused"])
+                let hub = (body["checks"] as? [String: Any])?["hub"] as? [String: Any]
+                #expect(hub?["passed"] as? Bool == false)
+            }
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                #expect(response.status == .ok, "the hub's outage is not the process's death")
+            }
+            health.hubAvailable()
+            try await client.execute(uri: "/readyz", method: .get) { response in
+                #expect(response.status == .ok)
+            }
+        }
+    }
+
+    @Test func metricsAreThePrometheusExposition() async throws {
+        try await Self.app(.serverOnly()).test(.router) { client in
+            try await client.execute(uri: "/metrics", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
+                #expect(String(buffer: response.body) == "x_total 1\n")
+            }
+        }
+    }
+
+    @Test func rebalancesReachTheMonitorAndThePipelineAlike() throws {
+        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: { 1 })
+        let base = ScriptedSource()
+        let watched = health.watching(base)
+        let seen = Mutex<[TopicPartition]>([])
+        watched.setRebalanceHandlers(RebalanceHandlers(
+            onAssign: { p in seen.withLock { $0 += p } },
+            onRevoke: { p in [TopicPartitionOffset(p[0], offset: 7)] }))
+        let partition = TopicPartition(topic: "news.world", partition: 0)
+        base.handlers.withLock { $0 }?.onAssign([])
+        #expect(!health.readiness().healthy, "assigned nothing")
+        base.handlers.withLock { $0 }?.onAssign([partition])
+        #expect(health.readiness().healthy)
+        #expect(seen.withLock { $0 } == [partition])
+        let offsets = base.handlers.withLock { $0 }?.onRevoke([partition])
+        #expect(offsets == [TopicPartitionOffset(partition, offset: 7)], "the pipeline's offsets are what the consumer commits")
+        #expect(health.readiness().healthy, "joining again")
+    }
+
+    @Test func aDeadLetterSinkThatFailsMakesTheProcessUnreadyUntilAWriteSucceeds() async throws {
+        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: { 1 })
+        let base = FlakySink()
+        let sink = health.watching(base)
+        let record = DeadLetterRecord(reason: "invalid", error: "x", message: Array("{}".utf8),
+                                      source: KafkaMessage(topic: "news.world", partition: 0, offset: 1, value: Array("{}".utf8)))
+        base.failing.withLock { $0 = true }
+        await #expect(throws: POSIXError.self) { try await sink.write(record) }
+        let verdict = health.readiness()
+        #expect(verdict.reasons == ["deadLetters: write failed: No space left on device"])
+        base.failing.withLock { $0 = false }
+        try await sink.write(record)
+        #expect(health.readiness().healthy)
+    }
+}
+
+final class ScriptedSource: RecordSource {
+    let handlers = Mutex<RebalanceHandlers?>(nil)
+    func setRebalanceHandlers(_ handlers: RebalanceHandlers) { self.handlers.withLock { $0 = handlers } }
+    func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { .finished }
+    func commit(_ offsets: [TopicPartitionOffset]) async throws {}
+    var lag: Int64 { 0 }
+}
+
+final class FlakySink: DeadLetterSink {
+    let failing = Mutex(false)
+    func write(_ record: DeadLetterRecord) async throws {
+        if failing.withLock({ $0 }) { throw POSIXError(.ENOSPC) }
+    }
+    func flush() async throws {}
+}

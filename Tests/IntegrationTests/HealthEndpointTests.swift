@@ -1,0 +1,114 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `--http-port` on the real binary: /healthz, /readyz and /metrics answer, and /readyz follows the
+/// hub out of reach and back.
+@Suite(.serialized) struct HealthEndpointTests {
+    /// One GET: the status code and the body.
+    static func get(_ url: String) async throws -> (status: Int, body: String) {
+        let result = try await ChildProcess.run("curl", ["-s", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}", url])
+        let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+    }
+
+    /// GETs `url` until `accept` says yes (each answer is an event; 120 s is only a guard).
+    static func waitFor(_ url: String, timeout: Duration = .seconds(120),
+                        _ accept: @escaping ((status: Int, body: String)) -> Bool) async throws -> (status: Int, body: String)? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let answer = try await get(url)
+            if accept(answer) { return answer }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
+    static func json(_ body: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]) ?? [:]
+    }
+
+    @Test func readinessFollowsTheHubOutOfReachAndBack() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await h.faults(#"{"latencyMs":20}"#)
+        try await h.produce(0..<2000)
+        let port = freeLoopbackPort()
+        let base = "http://127.0.0.1:\(port)"
+        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8", "--request-timeout", "2"])
+        // Up: alive, ready (joining or owning its partitions), and the metrics in Prometheus text.
+        let alive = try await Self.waitFor(base + "/healthz") { $0.status == 200 }
+        #expect(Self.json(alive?.body ?? "")["healthy"] as? Bool == true, "\(String(describing: alive))")
+        let ready = try await Self.get(base + "/readyz")
+        #expect(ready.status == 200, "\(ready.body)")
+        try await h.waitForDeliveries(100)
+        let metrics = try await Self.get(base + "/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.body.contains("# TYPE hubcast_sent counter"), "\(metrics.body.prefix(500))")
+
+        // The hub stops answering: not ready (503, the reason in JSON), still alive.
+        kill(h.emulator.process.processIdentifier, SIGSTOP)
+        let unready = try await Self.waitFor(base + "/readyz") { $0.status != 200 }
+        kill(h.emulator.process.processIdentifier, SIGCONT)
+        let unreadyAnswer = try #require(unready, "/readyz never turned unready with the hub stopped")
+        #expect(unreadyAnswer.status == 503)
+        let body = Self.json(unreadyAnswer.body)
+        #expect(body["healthy"] as? Bool == false)
+        let reasons = body["reasons"] as? [String] ?? []
+        #expect(reasons.count == 1 && reasons[0].hasPrefix("hub: unavailable"), "\(unreadyAnswer.body)")
+        #expect(((body["checks"] as? [String: Any])?["hub"] as? [String: Any])?["passed"] as? Bool == false)
+        // (The hub is back already; /healthz is checked on a stopped hub in the unit tests.)
+
+        // The hub answers again: ready again, and every item gets through.
+        let readyAgain = try await Self.waitFor(base + "/readyz") { $0.status == 200 }
+        #expect(readyAgain != nil, "/readyz never turned ready again after the hub came back")
+        let result = await run.finish()
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(Set(try await h.deliveries().map(\.headline)) == Set((0..<2000).map { "Headline \($0)" }))
+    }
+
+    @Test func refusedCredentialsMakeItUnreadyButNotDead() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await h.faults(#"{"latencyMs":20}"#)
+        try await h.produce(0..<1000)
+        let port = freeLoopbackPort()
+        let base = "http://127.0.0.1:\(port)"
+        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8"])
+        try await h.waitForDeliveries(100)
+        // Refused credentials are a hub-level failure too: unready, but the process is alive.
+        try await h.faults(#"{"status":401}"#)
+        let unready = try await Self.waitFor(base + "/readyz") { $0.status == 503 }
+        #expect(unready != nil)
+        let alive = try await Self.get(base + "/healthz")
+        #expect(alive.status == 200, "\(alive.body)")
+        try await h.clearFaults()
+        #expect(try await Self.waitFor(base + "/readyz") { $0.status == 200 } != nil)
+        let result = await run.finish()
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+    }
+
+    @Test func theEmulatorServesTheProbesToo() async throws {
+        let port = freeLoopbackPort()
+        let emulator = try ServerProcess(HubcastBinary.path, ["emulator", "--http-port", String(port), "--log-level", "warning"])
+        defer { emulator.stop() }
+        let alive = try await Self.waitFor("http://127.0.0.1:\(port)/healthz") { $0.status == 200 }
+        #expect(alive != nil)
+        #expect(try await Self.get("http://127.0.0.1:\(port)/readyz").status == 200)
+        // A send without a token is refused, and /metrics counts it by status.
+        let hub = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
+        _ = try await ChildProcess.run("curl", ["-s", "-X", "POST", "--data", "{}", "http://127.0.0.1:\(hub)/hubcast/messages/?api-version=2020-06"])
+        let metrics = try await Self.get("http://127.0.0.1:\(port)/metrics")
+        #expect(metrics.status == 200)
+        #expect(metrics.body.contains(#"hubcast_emulator_sends{status="401"} 1"#), "\(metrics.body)")
+    }
+
+    @Test func theDeprecatedPrometheusPortStillWorksAndDisagreeingPortsAreRefused() async throws {
+        let hub = SendCommandTests.environment(port: 1)
+        let clash = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "60",
+                                                 "--http-port", "9100", "--prometheus-port", "9200"], environment: hub)
+        #expect(clash.status == 2)
+        #expect(clash.stderr.contains("--prometheus-port (deprecated) and --http-port disagree (9200 and 9100)"), "\(clash.stderr)")
+        let legacy = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "1",
+                                                  "--prometheus-port", "9200"], environment: hub)
+        #expect(legacy.stderr.contains("--prometheus-port and --prometheus-host are deprecated"), "\(legacy.stderr)")
+    }
+}
