@@ -1,6 +1,7 @@
 import Broadcast
 import Kafka
 import Logging
+import Synchronization
 import Testing
 
 /// The real pipeline shell and engine, through in-memory seams and a manual clock. Each test runs
@@ -13,10 +14,10 @@ import Testing
         let clock = ManualClock()
         let pipeline: Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>
 
-        init(sender: ScriptedSender = ScriptedSender(), drain: Duration = .seconds(5)) {
+        init(sender: ScriptedSender = ScriptedSender(), drain: Duration = .seconds(5), maxInFlight: Int = 8) {
             self.sender = sender
             var configuration = Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>.Configuration()
-            configuration.engine.maxInFlight = 8
+            configuration.engine.maxInFlight = maxInFlight
             configuration.engine.drainTimeout = drain
             configuration.engine.revokeTimeout = .seconds(3)
             var logger = Logger(label: "test")
@@ -103,6 +104,40 @@ import Testing
         h.pipeline.requestShutdown()
         h.pipeline.requestShutdown()
         try await running.value
+    }
+
+    @Test(arguments: 0..<20) func aThrottlePausesTheWholeHubForItsRetryAfterThenThePacerSpacesTheSends(run: Int) async throws {
+        // "0/0" waits for the test's answer the first time; every other send is accepted at once.
+        let firstTry = Mutex(true)
+        let sender = ScriptedSender { send in
+            send == "0/0" && firstTry.withLock { first in defer { first = false }; return first } ? nil : .delivered
+        }
+        // One send in flight at a time, so the throttle is heard before anything else could start.
+        let h = Harness(sender: sender, maxInFlight: 1)
+        let running = h.start()
+        h.source.assign([p0])
+        h.source.push((0..<20).map { message(p0, $0) })
+        await h.sender.waitForStarted(1)
+        h.sender.answer("0/0", .throttled(retryAfter: .seconds(2)))
+        // The engine heard it when it sets a timer for the pause's end (the tick is the other sleeper).
+        await h.clock.waitForSleepers(2)
+        h.clock.advance(by: .milliseconds(1900))
+        await h.clock.waitForSleepers(2)
+        #expect(h.sender.started == ["0/0"], "nothing starts during the hub's pause")
+        h.clock.advance(by: .milliseconds(150))
+        await h.sender.waitForStarted(2)
+        #expect(h.sender.started == ["0/0", "0/0"], "the held send goes first")
+        // The throttle taught a low rate (it restarts at 1 a second and doubles): the next send
+        // waits for the pacer's token, and its timer, not a burst, starts it.
+        await h.clock.waitForSleepers(2)
+        #expect(h.sender.started.count == 2)
+        h.clock.advance(by: .seconds(1))
+        await h.sender.waitForStarted(3)
+        #expect(h.sender.started[2] == "0/1")
+        h.pipeline.requestShutdown()
+        try await running.value
+        #expect(h.source.committed[p0] == 2, "what was delivered is committed; the rest is read again")
+        #expect(h.deadLetters.records.isEmpty, "throttling never dead-letters")
     }
 
     @Test(arguments: 0..<20) func aRefusedDeadLetterNeverCommitsPastTheItem(run: Int) async throws {

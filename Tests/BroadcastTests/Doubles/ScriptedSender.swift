@@ -22,27 +22,37 @@ final class ScriptedSender: Sender, Sendable {
     func refreshMetrics() {}
 
     func deliver(_ send: String) async -> PipelineEngine<String>.Outcome {
-        let woken = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            s.started.append(send)
-            guard let w = s.startWaiter, s.started.count >= w.count else { return nil }
-            s.startWaiter = nil
-            return w.continuation
+        if let outcome = auto(send) {
+            markStarted(send, waiting: nil)
+            return outcome
         }
-        woken?.resume()
-        if let outcome = auto(send) { return outcome }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let cancelled = state.withLock { s -> Bool in
-                    if Task.isCancelled { return true }
-                    s.waiting[send] = continuation
-                    return false
-                }
-                if cancelled { continuation.resume(returning: .abandoned) }
+                // Waiting before it counts as started: a test that saw it start can answer it.
+                if !markStarted(send, waiting: continuation) { continuation.resume(returning: .abandoned) }
             }
         } onCancel: {
             let waiter = state.withLock { $0.waiting.removeValue(forKey: send) }
             waiter?.resume(returning: .abandoned)
         }
+    }
+
+    /// Records the start (and the waiting continuation, unless cancelled) in one step, then wakes
+    /// a test waiting for starts; false if the task was already cancelled.
+    @discardableResult
+    private func markStarted(_ send: String, waiting continuation: CheckedContinuation<PipelineEngine<String>.Outcome, Never>?) -> Bool {
+        let (registered, woken) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
+            s.started.append(send)
+            var registered = true
+            if let continuation {
+                if Task.isCancelled { registered = false } else { s.waiting[send] = continuation }
+            }
+            guard let w = s.startWaiter, s.started.count >= w.count else { return (registered, nil) }
+            s.startWaiter = nil
+            return (registered, w.continuation)
+        }
+        woken?.resume()
+        return registered
     }
 
     /// Answers a waiting send.
