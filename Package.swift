@@ -119,7 +119,7 @@ let package = Package(
         .target(
             name: "Demo",
             dependencies: [
-                "Broadcast", "HubEmulator", "Kafka", "News", "NotificationHubs", "Telemetry",
+                "Backend", "Broadcast", "HubEmulator", "Kafka", "News", "Newsroom", "NotificationHubs", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]

@@ -5,6 +5,7 @@ import Kafka
 import Logging
 import Metrics
 import News
+import Newsroom
 import NotificationHubs
 import Telemetry
 
@@ -50,7 +51,9 @@ public struct DemoRunner: Sendable {
 
         let kafka = KafkaConfiguration(bootstrapServers: broker.bootstrapServers)
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafka), logger: logger)
-        let (messages, valid) = DemoNews.messages(categories: categories)
+        let (messages, newsroomItems) = DemoNews.messages(categories: categories)
+        var valid = newsroomItems
+        valid["(users)", default: 0] += DemoBackendStep.items
 
         // The pipeline, exactly as `hubcast run` wires it.
         let connection = try ConnectionString(parsing: emulator.configuration.policy.connectionString(
@@ -68,6 +71,18 @@ public struct DemoRunner: Sendable {
         let pipeline = PipelineService.pipeline(source: consumer, sender: sender,
                                                 deadLetters: KafkaDeadLetterSink(producer: producer, topic: "news.deadletter"),
                                                 configuration: pipelineConfig, metrics: pipelineMetrics, logger: logger)
+        // The app backend (seeds 001–003) on the same broker and hub, on a SQLite file of its own.
+        let backendDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-demo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: backendDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: backendDirectory) }
+        let backendHub = NotificationHubClient(configuration: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
+                                               transport: CurlTransport(logger: quiet), logger: quiet)
+        let (backend, backendTask) = try await DemoBackendStep.start(directory: backendDirectory,
+                                                                     publisher: NewsPublisher(producer: producer, categories: categories),
+                                                                     hub: backendHub, logger: quiet)
+        defer { backendTask.cancel() }
+        let backendOutcome = BackendOutcomeBox()
+        let backendLogger = quiet
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await consumer.run() }
@@ -76,6 +91,8 @@ public struct DemoRunner: Sendable {
                 while consumer.assignment.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
                 try await withThrowingTaskGroup(of: Void.self) { sends in
                     for message in messages { sends.addTask { _ = try await producer.send(topic: message.topic, value: message.value) } }
+                    // A reader uses the backend meanwhile: register, a personal push, a secure one.
+                    sends.addTask { await backendOutcome.set(backend.run(logger: backendLogger)) }
                     try await sends.waitForAll()
                 }
             }
@@ -87,8 +104,14 @@ public struct DemoRunner: Sendable {
         try await producer.close()
         return DemoSummary(
             brokers: broker.bootstrapServers, emulatorURL: "http://127.0.0.1:\(port)/", devices: configuration.devices, followers: followers,
-            validItems: valid, deliveries: emulator.deliveries(), metrics: metrics.snapshot(resettingIntervals: false), elapsed: elapsed)
+            validItems: valid, backend: await backendOutcome.value, deliveries: emulator.deliveries(), metrics: metrics.snapshot(resettingIntervals: false), elapsed: elapsed)
     }
+}
+
+/// The backend step's outcome, handed from its task to the summary.
+actor BackendOutcomeBox {
+    var value = DemoBackendStep.Outcome()
+    func set(_ outcome: DemoBackendStep.Outcome) { value = outcome }
 }
 
 struct DemoError: Error, CustomStringConvertible {

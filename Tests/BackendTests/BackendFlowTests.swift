@@ -59,7 +59,7 @@ import TestSupport
         #expect(secure.status == 200, "\(secure.body)")
         let secureID = try #require(secure.json?["id"] as? String)
         #expect(Int(secureID) != nil, "seed 001's client reads secureId as an integer")
-        let pushed = try #require(try await harness.waitForDelivery { $0.payloads.contains { $0.contains(#"\"secureId\":\"\#(secureID)\""#) } })
+        let pushed = try #require(try await harness.waitForDelivery { $0.payloads.contains { $0.contains(#""secureId":"\#(secureID)""#) } })
         #expect(pushed.tags == "username:alice")
         #expect(!pushed.payloads.contains { $0.contains("4711") }, "the secure payload never goes through the hub")
         let fetched = try await HTTP.call("GET", base + "/api/notifications/\(secureID)", auth: alice)
@@ -160,5 +160,34 @@ import TestSupport
                        alice.dropFirst(6).description, bob.dropFirst(6).description, "hi Bob"] {
             #expect(!logs.contains(secret), "a log line contains a secret")
         }
+    }
+}
+
+/// Several backends on one PostgreSQL database serve the same registrations and payloads.
+@Suite struct SharedStoreTests {
+    @Test func twoInstancesOnOnePostgreSQL() async throws {
+        let harness = try await BackendHarness(store: .postgres)
+        defer { harness.stop() }
+        let first = try harness.startBackend(["--no-consumer"])
+        let second = try harness.startBackend(["--no-consumer"])
+        let alice = BackendHarness.basic("alice"), bob = BackendHarness.basic("bob")
+        let handle = BackendFlowTests.appleHandle
+
+        let created = try await HTTP.call("POST", first + "/api/register?handle=\(handle)", auth: alice)
+        let id = try #require(try JSONSerialization.jsonObject(with: Data(created.body.utf8), options: .fragmentsAllowed) as? String)
+        let body = #"{"Platform":"apns","Handle":"\#(handle)","Tags":["Science"]}"#
+        #expect(try await HTTP.call("PUT", second + "/api/register/\(id)", auth: alice, body: body).status == 200)
+        #expect(try await HTTP.call("PUT", second + "/api/register/\(id)", auth: bob, body: body).status == 403)
+        #expect(try await harness.hubRegistration(id).body.contains("Science"))
+
+        let secure = try await HTTP.call("POST", second + "/api/notifications?secure=true", auth: alice, body: #""to myself""#,
+                                         headers: ["Content-Type: application/json"])
+        let payloadID = try #require(secure.json?["id"] as? String)
+        #expect(try await HTTP.call("GET", first + "/api/notifications/\(payloadID)", auth: alice).json?["Payload"] as? String == "to myself")
+        #expect(try await HTTP.call("GET", first + "/api/notifications/\(payloadID)", auth: bob).status == 404)
+
+        #expect(try await HTTP.call("DELETE", first + "/api/register/\(id)", auth: alice).status == 200)
+        #expect(try await HTTP.call("PUT", second + "/api/register/\(id)", auth: alice, body: body).status == 404)
+        #expect(try await harness.hubRegistration(id).status == 404)
     }
 }

@@ -53,7 +53,12 @@ public final class SQLiteStore: BackendStore {
 
     public func ping() async throws(StoreError) { _ = try await rows("SELECT 1 AS one") }
 
-    public func close() async { try? await connection.close() }
+    /// Closes the connection even from a cancelled task: sqlite-nio asserts that a connection is closed
+    /// before it goes, and its close would refuse to run for a cancelled caller.
+    public func close() async {
+        let connection = self.connection
+        await Task { try? await connection.close() }.value
+    }
 
     // MARK: Registrations
 

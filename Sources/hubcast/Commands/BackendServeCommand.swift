@@ -157,6 +157,7 @@ struct BackendServeCommand: AsyncParsableCommand {
                 logger.info("Backend listening", metadata: ["url": "\(scheme)://\(host):\(bound)"])
             }
         } catch {
+            await opened.store.close()
             throw CLIError.usage("--tls-cert-file / --tls-key-file: \(error.description)")
         }
         var services: [any Service] = opened.services + [server]
@@ -168,6 +169,7 @@ struct BackendServeCommand: AsyncParsableCommand {
             do {
                 consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
             } catch {
+                await opened.store.close()
                 throw CLIError.usage("Kafka consumer configuration", error)
             }
             services.append(consumer)
@@ -176,9 +178,12 @@ struct BackendServeCommand: AsyncParsableCommand {
         }
         services.append(PayloadSweeper(store: opened.store, logger: logger))
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        try await group.run()
+        var failure: (any Error)?
+        do { try await group.run() } catch { failure = error }
         try? await producer.close()
+        // sqlite-nio requires its connection closed before it goes, however the group ended.
         await opened.store.close()
+        if let failure { throw failure }
     }
 
     private func tls(_ settings: Settings) throws(CLIError) -> BackendServer.TLSFiles? {
