@@ -66,6 +66,23 @@ import TestSupport
         #expect(fetched.status == 200)
         #expect(fetched.json?["Payload"] as? String == "Your account code is 4711")
 
+        // A secure item a newsroom publishes straight to Kafka: the backend's consumer keeps its payload for
+        // the category's audience (alice follows World on her device; bob has no device).
+        let newsroom = #"{"id":"newsroom-secure-1","headline":"Embargoed: rates cut","category":"World","secure":true,"body":"Details at noon"}"#
+        let produced = try await HubcastBinary.run(["produce", "--brokers", harness.broker.bootstrap], stdin: newsroom + "\n")
+        #expect(produced.status == 0, "\(produced.stderr)")
+        var kept: HTTP.Answer?
+        let deadline = ContinuousClock.now + .seconds(90)
+        while ContinuousClock.now < deadline {
+            // 404 until the backend's consumer has stored it: the device retries, as the README says.
+            let answer = try await HTTP.call("GET", base + "/api/notifications/newsroom-secure-1", auth: alice)
+            if answer.status == 200 { kept = answer; break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(kept?.json?["Payload"] as? String == "Embargoed: rates cut")
+        #expect(kept?.json?["Body"] as? String == "Details at noon")
+        #expect(try await HTTP.call("GET", base + "/api/notifications/newsroom-secure-1", auth: BackendHarness.basic("bob")).status == 404)
+
         // Delete: the hub no longer has the registration.
         #expect(try await HTTP.call("DELETE", base + "/api/register/\(id2)", auth: alice).status == 200)
         #expect(try await harness.hubRegistration(id2).status == 404)
