@@ -7,7 +7,8 @@ release `hubcast backend`; `--workers` threads (one keep-alive connection each) 
   registrations: POST /api/register?handle= then PUT /api/register/{id} (two authenticated calls),
   fetches:       GET /api/notifications/{id} of payloads stored beforehand.
 bcrypt's share: the same run with users hashed at cost 4 (bcrypt ~1 ms) and at --cost (default 12);
-share = 1 - (time per call at cost 4 / time per call at --cost).
+share = 1 - (time per call at cost 4 / time per call at --cost), both with the credential cache off;
+a third run per store has the cache on (the default): one bcrypt per user, then keyed-hash lookups.
 """
 import argparse, base64, http.client, json, os, shutil, subprocess, sys, tempfile, threading, time, uuid
 
@@ -106,7 +107,7 @@ def load(base, duration, workers, make_request):
     return {"calls": len(latencies), "perSec": len(latencies) / elapsed, "p50ms": pct(0.5), "p99ms": pct(0.99), "errors": errors[0]}
 
 
-def run_one(hubcast, store, cost, duration, workers):
+def run_one(hubcast, store, cost, duration, workers, cache):
     tmp = tempfile.mkdtemp(prefix="hubcast-bench-backend-")
     procs, pg = [], None
     try:
@@ -128,7 +129,8 @@ def run_one(hubcast, store, cost, duration, workers):
             location = pg.url
         backend, base = start([hubcast, "backend", "--port", "0", "--brokers", bootstrap, "--hub", "hubcast", "--connection-string-file",
                                os.path.join(tmp, "conn"), "--users-file", users, "--store", location, "--no-consumer",
-                               "--log-level", "warning", "--max-failed-logins", "1000000"])
+                               "--log-level", "warning", "--max-failed-logins", "10000",
+                               "--credential-cache-seconds", "300" if cache else "0"])
         procs.append(backend)
         auth = {n: "Basic " + base64.b64encode(f"{n}:pw-{n}".encode()).decode() for n in names + ["sender"]}
 
@@ -155,7 +157,7 @@ def run_one(hubcast, store, cost, duration, workers):
             yield "GET", f"/api/notifications/{ids[names[w]]}", None, {"Authorization": auth[names[w]]}
         fetch.last = {}
         fet = load(base, duration, workers, fetch)
-        return {"store": store, "cost": cost, "registrations": reg, "fetches": fet}
+        return {"store": store, "cost": cost, "cache": cache, "registrations": reg, "fetches": fet}
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -175,15 +177,15 @@ def main():
     hubcast = binary()
     results = []
     for store in args.stores.split(","):
-        for cost in (4, args.cost):
-            r = run_one(hubcast, store, cost, args.seconds, args.workers)
+        for cost, cache in ((4, False), (args.cost, False), (args.cost, True)):
+            r = run_one(hubcast, store, cost, args.seconds, args.workers, cache)
             results.append(r)
-            print(f"{store:9} cost {cost:2}: registrations {r['registrations']['perSec']:8.1f} calls/s p99 {r['registrations']['p99ms']:7.1f} ms"
+            print(f"{store:9} cost {cost:2} {'cached' if cache else 'bcrypt'}: registrations {r['registrations']['perSec']:8.1f} calls/s p99 {r['registrations']['p99ms']:7.1f} ms"
                   f" | fetches {r['fetches']['perSec']:8.1f}/s p50 {r['fetches']['p50ms']:6.1f} ms p99 {r['fetches']['p99ms']:7.1f} ms"
                   f" | errors {r['registrations']['errors'] + r['fetches']['errors']}", flush=True)
     for store in args.stores.split(","):
         low = next(r for r in results if r["store"] == store and r["cost"] == 4)
-        high = next(r for r in results if r["store"] == store and r["cost"] == args.cost)
+        high = next(r for r in results if r["store"] == store and r["cost"] == args.cost and not r["cache"])
         for kind in ("registrations", "fetches"):
             share = 1 - (1 / low[kind]["perSec"]) / (1 / high[kind]["perSec"]) if high[kind]["perSec"] else 0
             print(f"{store:9} {kind:13}: bcrypt cost {args.cost} takes {share * 100:5.1f}% of each call's time")

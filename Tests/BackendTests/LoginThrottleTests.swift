@@ -1,4 +1,5 @@
 @testable import Backend
+import Foundation
 import Testing
 
 /// The lockout state machine, with its clock in the test's hands.
@@ -58,5 +59,22 @@ import Testing
         #expect(try policy.tags(from: ["World", "World"], owner: "alice") == ["World", "username:alice"])
         #expect(throws: APIError.self) { try policy.tags(from: ["username:bob"], owner: "alice") }
         #expect(throws: APIError.self) { try policy.tags(from: ["bad tag"], owner: "alice") }
+    }
+}
+
+@Suite struct AuthenticatorTests {
+    @Test func aRememberedPasswordNeverLetsAWrongOneIn() async throws {
+        var users = UsersFile()
+        try users.set(name: "alice", password: "right", roles: [], cost: 4)
+        let auth = Authenticator(users: users, bearer: nil, cacheSeconds: 300)
+        func basic(_ password: String) -> String { "Basic " + Data("alice:\(password)".utf8).base64EncodedString() }
+        #expect(try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name == "alice")
+        #expect(try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name == "alice")
+        await #expect(throws: Authenticator.Failure.unauthenticated) {
+            try await auth.authenticate(authorization: basic("wrong"), address: "a", plainHTTPAllowed: true)
+        }
+        await #expect(throws: Authenticator.Failure.needsTLS) {
+            try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: false)
+        }
     }
 }

@@ -22,10 +22,13 @@ public final class Authenticator: Sendable {
     /// A hash checked for unknown users, so an unknown name costs as long as a wrong password.
     let decoyHash: String
     let now: @Sendable () -> Double
+    let cache: CredentialCache
 
-    public init(users: UsersFile, bearer: BearerVerifier?, throttle: LoginThrottle = LoginThrottle(),
+    /// `cacheSeconds`: how long a bcrypt-verified name and password are remembered (0: never).
+    public init(users: UsersFile, bearer: BearerVerifier?, throttle: LoginThrottle = LoginThrottle(), cacheSeconds: Double = 300,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.users = users
+        self.cache = CredentialCache(ttl: cacheSeconds)
         self.bearer = bearer
         self.throttle = Mutex(throttle)
         self.now = now
@@ -64,6 +67,7 @@ public final class Authenticator: Sendable {
         let decision = throttle.withLock { $0.decide(keys, now: now()) }
         if case .locked(let retryAfter) = decision { throw .locked(retryAfter: retryAfter) }
 
+        if let known = cache.lookup(name: name, password: password, now: now()) { return known }
         let entry = users.entries[name]
         let hash = entry?.hash ?? decoyHash
         // bcrypt is deliberately slow CPU work: it runs on NIO's thread pool, not the cooperative pool.
@@ -73,7 +77,9 @@ public final class Authenticator: Sendable {
             throw .unauthenticated
         }
         throttle.withLock { $0.recordSuccess(user: name) }
-        return Principal(name: entry.name, roles: entry.roles)
+        let principal = Principal(name: entry.name, roles: entry.roles)
+        cache.store(principal, password: password, now: now())
+        return principal
     }
 
     private func bearerToken(_ token: String, address: String) async throws(Failure) -> Principal {

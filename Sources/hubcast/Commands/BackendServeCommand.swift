@@ -82,6 +82,9 @@ struct BackendServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds a lockout lasts, and the window failures are counted in (env HUBCAST_LOGIN_LOCKOUT; default 300).", valueName: "seconds"))
     var loginLockout: Int?
 
+    @Option(name: .long, help: ArgumentHelp("Seconds a bcrypt-verified name and password are remembered, as a keyed hash, so each call does not pay bcrypt again; 0 turns it off (env HUBCAST_CREDENTIAL_CACHE_SECONDS; default 300).", valueName: "seconds"))
+    var credentialCacheSeconds: Int?
+
     @Option(name: .long, help: ArgumentHelp("Consumer group that stores secure payloads published straight to Kafka (env HUBCAST_BACKEND_GROUP; default hubcast-backend).", valueName: "group"))
     var group: String?
 
@@ -123,7 +126,8 @@ struct BackendServeCommand: AsyncParsableCommand {
         guard !users.entries.isEmpty || bearer != nil else {
             throw CLIError.usage("--users-file: no users and no JWT keys: nobody could log in")
         }
-        let authenticator = Authenticator(users: users, bearer: bearer, throttle: throttle)
+        let cacheSeconds = try settings.int(credentialCacheSeconds, "credential-cache-seconds", default: 300, range: 0...86_400)
+        let authenticator = Authenticator(users: users, bearer: bearer, throttle: throttle, cacheSeconds: Double(cacheSeconds))
 
         let location = settings.string(store, "store", default: "hubcast-backend.sqlite")
         let storePassword = try settings.secret(environmentName: "HUBCAST_STORE_PASSWORD", fileFlag: storePasswordFile, fileName: "store-password-file")
