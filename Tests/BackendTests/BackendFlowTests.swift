@@ -208,3 +208,22 @@ import TestSupport
         #expect(try await harness.hubRegistration(id).status == 404)
     }
 }
+
+/// TLS from certificate and key files: the seeds' Basic calls over https.
+@Suite struct BackendTLSTests {
+    @Test func basicOverHTTPS() async throws {
+        let harness = try await BackendHarness(store: .sqlite)
+        defer { harness.stop() }
+        let cert = harness.directory.appendingPathComponent("cert.pem").path, key = harness.directory.appendingPathComponent("key.pem").path
+        let made = try await ChildProcess.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                                                          "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let base = try harness.startBackend(["--no-consumer", "--tls-cert-file", cert, "--tls-key-file", key])
+        #expect(base.hasPrefix("https://"))
+        let answer = try await HTTP.call("POST", base + "/api/register?handle=\(BackendFlowTests.appleHandle)", auth: BackendHarness.basic("alice"),
+                                         headers: [], cacert: cert)
+        #expect(answer.status == 200)
+        #expect(try await HTTP.call("POST", base + "/api/register?handle=\(BackendFlowTests.appleHandle)", auth: BackendHarness.basic("alice", "x"),
+                                    cacert: cert).status == 401)
+    }
+}

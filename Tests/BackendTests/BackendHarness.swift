@@ -143,8 +143,10 @@ struct HTTP {
         var errorMessage: String? { json?["error"] as? String }
     }
 
-    static func call(_ method: String, _ url: String, auth: String? = nil, body: String? = nil, headers: [String] = []) async throws -> Answer {
+    static func call(_ method: String, _ url: String, auth: String? = nil, body: String? = nil, headers: [String] = [],
+                     cacert: String? = nil) async throws -> Answer {
         var arguments = ["-s", "-i", "-X", method, "--max-time", "60"]
+        if let cacert { arguments += ["--cacert", cacert] }
         if let auth { arguments += ["-H", "Authorization: \(auth)"] }
         for header in headers { arguments += ["-H", header] }
         if body != nil { arguments += ["--data-binary", "@-"] }
