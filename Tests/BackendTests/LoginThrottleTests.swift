@@ -1,5 +1,6 @@
 @testable import Backend
 import Foundation
+import NotificationHubs
 import Testing
 
 /// The lockout state machine, with its clock in the test's hands.
@@ -52,6 +53,15 @@ import Testing
         #expect(!DevicePlatform.fcmv1.accepts(handle: "short"))
         #expect(DevicePlatform.wns.accepts(handle: "https://db5.notify.windows.com/?token=AwYAAAB"))
         #expect(!DevicePlatform.wns.accepts(handle: "https://evil.example/?x=.notify.windows.com"))
+    }
+
+    @Test func windowsRegistrationsRoundTripThroughAtom() throws {
+        let registration = Registration(platform: .windows, handle: "https://db5.notify.windows.com/?token=AwY", tags: ["World", "username:alice"],
+                                        template: DevicePlatform.wns.template)
+        #expect(registration.descriptionElement == "WindowsTemplateRegistrationDescription")
+        let parsed = try Registration(atomEntry: registration.atomEntry)
+        #expect(parsed.platform == .windows && parsed.handle == registration.handle && parsed.tags == registration.tags)
+        #expect(parsed.template?.body == DevicePlatform.wns.template.body)
     }
 
     @Test func tagsFromClients() throws {
