@@ -137,6 +137,7 @@ import TestSupport
                                               headers: ["Content-Type: application/json"])
         #expect(impersonate.status == 403)
         #expect(try await HTTP.call("POST", base + "/api/notifications", auth: alice).status == 200)
+        #expect(try await HTTP.call("POST", base + "/api/notifications?category=Gossip", auth: alice).status == 400)
 
         // A payload addressed to Bob is 404 for Alice, exactly as an id that does not exist.
         let forBob = try await HTTP.call("POST", base + "/api/notifications?to_tag=bob&secure=true", auth: BackendHarness.basic("carol"),

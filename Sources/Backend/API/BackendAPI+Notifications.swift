@@ -20,7 +20,7 @@ extension BackendAPI {
             throw APIError.badRequest("pns: must be apns, fcmv1, wns or template")
         }
         let chosenCategory = category ?? configuration.notifyCategory
-        guard configuration.allowedTags.contains(chosenCategory) || chosenCategory == configuration.notifyCategory else {
+        guard configuration.categories.contains(chosenCategory) || chosenCategory == configuration.notifyCategory else {
             throw APIError.badRequest("category: not one of the configured categories")
         }
         let message = try NotifyBody(bytes: body, contentType: contentType, defaultMessage: "Message from \(caller.name)")

@@ -13,8 +13,10 @@ public struct BackendAPI: Sendable {
     public struct Configuration: Sendable {
         /// Tags a client may put on its registration (default: the six categories).
         public var allowedTags: [String]
-        /// The category topic the backend's own notifications go to.
+        /// The category topic the backend's own notifications go to by default.
         public var notifyCategory: String
+        /// Categories a sender may pick with `?category=` (each has a topic).
+        public var categories: [String] = Categories.seedNames
         /// Largest request body.
         public var maxBodyBytes = 64 * 1024
         /// A secure payload without `expiresAt` lives this long (default 7 days).

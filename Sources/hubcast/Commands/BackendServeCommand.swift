@@ -100,6 +100,7 @@ struct BackendServeCommand: AsyncParsableCommand {
         let connectTimeout = try kafka.timeout(settings)
 
         var apiConfig = BackendAPI.Configuration(allowedTags: categories.names, notifyCategory: categories.names[0])
+        apiConfig.categories = categories.names
         if let tags = settings.string(allowedTags, "allowed-tags") {
             apiConfig.allowedTags = tags.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             for tag in apiConfig.allowedTags where !TagSyntax.isTag(tag) || tag.hasPrefix("username:") || tag.hasPrefix("$") {
