@@ -1,5 +1,5 @@
 # hubcast: the two quick-start targets are `make demo` and `make test`; both run `setup` first.
-.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro faults deploy-check image image-test clean
+.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro bench-backend faults deploy-check image image-test clean
 
 setup:
 	@bash deploy/setup.sh
@@ -47,6 +47,11 @@ bench-micro:
 
 bench-emulator: bench-tools
 	HUBCAST_BIN=$$(swift build -c release --show-bin-path)/hubcast bash benchmarks/emulator.sh
+
+# hubcast backend under load (benchmarks/backend.py): registrations/s and secure fetches/s, p99, bcrypt's
+# share, SQLite vs PostgreSQL; results/backend.json.
+bench-backend: bench-tools
+	HUBCAST_BIN=$$(swift build -c release --show-bin-path)/hubcast python3 benchmarks/backend.py
 
 # Fault injection on loopback (benchmarks/faults.py): nine scenarios, a table, results/faults.json; exits 1
 # if an item is lost or a hard expectation fails. Its own release build in .build-faults (or HUBCAST_BIN).

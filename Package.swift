@@ -26,6 +26,12 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/apple/swift-configuration", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", exact: "2.5.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", exact: "5.8.0"),
+        .package(url: "https://github.com/vapor/sqlite-nio", exact: "1.13.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // C seams: one system-library target per C library, nothing else calls C.
@@ -124,7 +130,7 @@ let package = Package(
         .target(
             name: "Demo",
             dependencies: [
-                "Broadcast", "HubEmulator", "Kafka", "News", "NotificationHubs", "Telemetry",
+                "Backend", "Broadcast", "HubEmulator", "Kafka", "News", "Newsroom", "NotificationHubs", "Telemetry",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -139,11 +145,29 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // `hubcast backend`: the app backend of seeds 001–003 (registrations, notify a user, secure
+        // payloads), with real authentication and a SQLite or PostgreSQL store.
+        .target(
+            name: "Backend",
+            dependencies: [
+                "Kafka", "News", "Newsroom", "NotificationHubs",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The CLI: parsing and wiring only.
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Health", "OperationsEndpoint", "Demo", "Replay",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Health", "OperationsEndpoint", "Demo", "Replay", "Backend",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -168,6 +192,10 @@ let package = Package(
         ]),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"], exclude: ["Help"]),
+        .testTarget(name: "BackendTests", dependencies: [
+            "Backend", "NotificationHubs", "TestSupport",
+            .product(name: "JWTKit", package: "jwt-kit"),
+        ]),
         // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.
         .target(name: "TestSupport", dependencies: ["Kafka"], path: "Tests/TestSupport"),
     ],

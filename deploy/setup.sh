@@ -13,6 +13,7 @@ packages=(
   nginx-light           # tests and benchmarks: a TLS server and a `return 201` sink on loopback
   openssl               # tests: a self-signed certificate for that TLS server
   curl                  # tests: raw HTTP against the emulator
+  postgresql            # tests: the backend's PostgreSQL store, a server the tests start on loopback
 )
 
 missing=()

@@ -5,6 +5,7 @@ import Kafka
 import Logging
 import Metrics
 import News
+import Newsroom
 import NotificationHubs
 import Telemetry
 
@@ -55,7 +56,9 @@ public struct DemoRunner: Sendable {
         var producerConfig = KafkaProducerConfiguration(kafka: kafka)
         producerConfig.lingerMs = 0
         let producer = try KafkaProducer(configuration: producerConfig, logger: logger)
-        let (messages, valid) = DemoNews.messages(categories: categories)
+        let (messages, newsroomItems) = DemoNews.messages(categories: categories)
+        var valid = newsroomItems
+        valid["(users)", default: 0] += DemoBackendStep.items
 
         // The pipeline, exactly as `hubcast run` wires it.
         let connection = try ConnectionString(parsing: emulator.configuration.policy.connectionString(
@@ -73,21 +76,38 @@ public struct DemoRunner: Sendable {
         let pipeline = PipelineService.pipeline(source: consumer, sender: sender,
                                                 deadLetters: KafkaDeadLetterSink(producer: producer, topic: "news.deadletter"),
                                                 configuration: pipelineConfig, metrics: pipelineMetrics, logger: logger)
+        // The app backend (seeds 001–003) on the same broker and hub, on a SQLite file of its own.
+        let backendDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-demo-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: backendDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: backendDirectory) }
+        let backendHub = NotificationHubClient(configuration: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
+                                               transport: CurlTransport(logger: quiet), logger: quiet)
+        let (backend, backendTask) = try await DemoBackendStep.start(directory: backendDirectory,
+                                                                     publisher: NewsPublisher(producer: producer, categories: categories),
+                                                                     hub: backendHub, logger: quiet)
+        defer { backendTask.cancel() }
+        let backendOutcome = BackendOutcomeBox()
+        let backendLogger = quiet
         let started = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await consumer.run() }
             // The newsroom publishes while hubcast runs, as it would in production.
             group.addTask {
                 while consumer.assignment.isEmpty { try await Task.sleep(for: .milliseconds(50)) }
-                // The first item pays for the consumer's start-up (its first fetch); the summary's
-                // latency is the steady state after it: the rest arrive as a newsroom sends them.
-                guard let first = messages.first else { return }
-                _ = try await producer.send(topic: first.topic, value: first.value)
-                while metrics.snapshot(resettingIntervals: false).counter("hubcast_sent") == 0 { try await Task.sleep(for: .milliseconds(10)) }
-                _ = metrics.snapshot(resettingIntervals: true)
-                for message in messages.dropFirst() {
-                    _ = try await producer.send(topic: message.topic, value: message.value)
-                    try await Task.sleep(for: Self.publishInterval)
+                try await withThrowingTaskGroup(of: Void.self) { steps in
+                    // A reader uses the backend meanwhile: register, a personal push, a secure one.
+                    steps.addTask { await backendOutcome.set(backend.run(logger: backendLogger)) }
+                    // The first item pays for the consumer's start-up (its first fetch); the summary's
+                    // latency is the steady state after it: the rest arrive as a newsroom sends them.
+                    guard let first = messages.first else { return }
+                    _ = try await producer.send(topic: first.topic, value: first.value)
+                    while metrics.snapshot(resettingIntervals: false).counter("hubcast_sent") == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                    _ = metrics.snapshot(resettingIntervals: true)
+                    for message in messages.dropFirst() {
+                        _ = try await producer.send(topic: message.topic, value: message.value)
+                        try await Task.sleep(for: Self.publishInterval)
+                    }
+                    try await steps.waitForAll()
                 }
             }
             try await pipeline.run()
@@ -98,8 +118,14 @@ public struct DemoRunner: Sendable {
         try await producer.close()
         return DemoSummary(
             brokers: broker.bootstrapServers, emulatorURL: "http://127.0.0.1:\(port)/", devices: configuration.devices, followers: followers,
-            validItems: valid, deliveries: emulator.deliveries(), metrics: metrics.snapshot(resettingIntervals: false), elapsed: elapsed)
+            validItems: valid, backend: await backendOutcome.value, deliveries: emulator.deliveries(), metrics: metrics.snapshot(resettingIntervals: false), elapsed: elapsed)
     }
+}
+
+/// The backend step's outcome, handed from its task to the summary.
+actor BackendOutcomeBox {
+    var value = DemoBackendStep.Outcome()
+    func set(_ outcome: DemoBackendStep.Outcome) { value = outcome }
 }
 
 struct DemoError: Error, CustomStringConvertible {

@@ -11,13 +11,14 @@ public struct DemoSummary: Sendable {
     let devices: Int
     let followers: [String: Int]
     let validItems: [String: Int]
+    let backend: DemoBackendStep.Outcome
     let deliveries: [NotificationHubEmulator.Delivery]
     let metrics: InMemoryMetrics.Snapshot
     let elapsed: Duration
 
     /// Every valid item was accepted by the hub, nothing failed.
     public var allDelivered: Bool {
-        deliveries.count == validItems.values.reduce(0, +) && metrics.counter("hubcast_failed") == 0
+        deliveries.count == validItems.values.reduce(0, +) && metrics.counter("hubcast_failed") == 0 && backend.succeeded
             && metrics.counter("hubcast_sent") == Int64(deliveries.count)
     }
 
@@ -43,6 +44,12 @@ public struct DemoSummary: Sendable {
                          + pad("\(personal.reduce(0) { $0 + $1.matched })", 17, right: true))
         }
         lines.append("")
+        if backend.succeeded {
+            lines.append("backend (seeds 001–003): \(DemoBackendStep.reader) registered a device over HTTP (Basic, bcrypt), got a personal "
+                         + "notification from \(DemoBackendStep.newsdesk) and fetched secure payload \(backend.secureID ?? "-") with their own credentials")
+        } else {
+            lines.append("backend (seeds 001–003): FAILED: \(backend.problem ?? "the secure payload was not returned")")
+        }
         let seconds = elapsed.inSeconds
         lines.append("sent \(metrics.counter("hubcast_sent")), failed \(metrics.counter("hubcast_failed")), invalid \(metrics.counter("hubcast_invalid")) (dead-lettered \(metrics.counter("hubcast_dead_lettered"))), expired \(metrics.counter("hubcast_expired")) (skipped)")
         lines.append(String(format: "pipeline ran %.1f s, including joining the consumer group and 2 s of idle wait before stopping", seconds))

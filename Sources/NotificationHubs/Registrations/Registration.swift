@@ -1,10 +1,23 @@
 /// A device registration as NH's Atom XML describes it: native or template, Apple or FCM v1.
 public struct Registration: Sendable, Equatable {
     public enum Platform: String, Sendable, CaseIterable {
-        case apple, fcmv1
+        case apple, fcmv1, windows
 
-        var handleElement: String { self == .apple ? "DeviceToken" : "FcmV1RegistrationId" }
-        var descriptionPrefix: String { self == .apple ? "Apple" : "FcmV1" }
+        var handleElement: String {
+            switch self {
+            case .apple: "DeviceToken"
+            case .fcmv1: "FcmV1RegistrationId"
+            case .windows: "ChannelUri"
+            }
+        }
+
+        var descriptionPrefix: String {
+            switch self {
+            case .apple: "Apple"
+            case .fcmv1: "FcmV1"
+            case .windows: "Windows"
+            }
+        }
     }
 
     /// A template registration's body and name (seed 000: `simpleAPNSTemplate`).
@@ -72,7 +85,7 @@ public struct Registration: Sendable, Equatable {
         }) {
             (platform, isTemplate) = (p, t)
         } else {
-            throw Invalid(description: "no AppleRegistrationDescription, AppleTemplateRegistrationDescription, FcmV1RegistrationDescription or FcmV1TemplateRegistrationDescription element")
+            throw Invalid(description: "no Apple, FcmV1 or Windows (template) RegistrationDescription element")
         }
         guard let handle = XMLText.text(of: platform.handleElement, in: xml), !handle.isEmpty else {
             throw Invalid(description: "\(platform.handleElement) is missing")

@@ -1,0 +1,230 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Seeds 001–003 end to end over HTTP: the real `hubcast backend`, the emulator as the hub, the dev
+/// broker, `hubcast run` carrying the backend's items to the hub; on SQLite and on PostgreSQL.
+@Suite(.serialized) struct BackendFlowTests {
+    static let appleHandle = String(repeating: "AB12", count: 16)
+
+    @Test(arguments: StoreKind.allCases)
+    func seedFlows(store: StoreKind) async throws {
+        let harness = try await BackendHarness(store: store)
+        defer { harness.stop() }
+        let base = try harness.startBackend()
+        try harness.startPipeline()
+        let alice = BackendHarness.basic("alice")
+
+        #expect(try await HTTP.call("GET", base + "/healthz").status == 200)
+        #expect(try await HTTP.call("GET", base + "/readyz").status == 200)
+
+        // Seed 003: POST /api/register?handle= → a JSON string id.
+        let created = try await HTTP.call("POST", base + "/api/register?handle=\(Self.appleHandle)", auth: alice)
+        #expect(created.status == 200)
+        let id = try #require(try JSONSerialization.jsonObject(with: Data(created.body.utf8), options: .fragmentsAllowed) as? String)
+
+        // PUT with the seed's body (pretty-printed, as NSJSONWritingPrettyPrinted writes it).
+        let registration = """
+            {
+              "Platform" : "apns",
+              "Handle" : "\(Self.appleHandle)",
+              "Tags" : [ "World", "Sports" ]
+            }
+            """
+        let put = try await HTTP.call("PUT", base + "/api/register/\(id)", auth: alice, body: registration, headers: ["Content-Type: application/json"])
+        #expect(put.status == 200, "\(put.body)")
+        let atHub = try await harness.hubRegistration(id)
+        #expect(atHub.status == 200)
+        #expect(atHub.body.contains("username:alice") && atHub.body.contains("World") && atHub.body.contains("Sports"))
+        #expect(atHub.body.contains("simpleAPNSTemplate"))
+
+        // A second login on the same device replaces the stale registration.
+        let again = try await HTTP.call("POST", base + "/api/register?handle=\(Self.appleHandle)", auth: alice)
+        let id2 = try #require(try JSONSerialization.jsonObject(with: Data(again.body.utf8), options: .fragmentsAllowed) as? String)
+        #expect(id2 != id)
+        #expect(try await harness.hubRegistration(id).status == 404)
+        #expect(try await HTTP.call("PUT", base + "/api/register/\(id2)", auth: alice, body: registration).status == 200)
+
+        // Seed 003: carol (sender) notifies alice; the hub sends to username:alice only.
+        let notify = try await HTTP.call("POST", base + "/api/notifications?pns=apns&to_tag=alice", auth: BackendHarness.basic("carol"),
+                                         body: #""Hello Alice""#, headers: ["Content-Type: application/json"])
+        #expect(notify.status == 200, "\(notify.body)")
+        let personal = try #require(try await harness.waitForDelivery { $0.payloads.contains { $0.contains("Hello Alice") } })
+        #expect(personal.tags == "username:alice")
+        #expect(personal.matched == 1)
+
+        // Seed 001: a secure notification carries only its id; alice fetches the payload with her credentials.
+        let secure = try await HTTP.call("POST", base + "/api/notifications?to_tag=alice&secure=true", auth: BackendHarness.basic("carol"),
+                                         body: #"{"message":"Your account code is 4711"}"#, headers: ["Content-Type: application/json"])
+        #expect(secure.status == 200, "\(secure.body)")
+        let secureID = try #require(secure.json?["id"] as? String)
+        #expect(Int(secureID) != nil, "seed 001's client reads secureId as an integer")
+        let pushed = try #require(try await harness.waitForDelivery { $0.payloads.contains { $0.contains(#""secureId":"\#(secureID)""#) } })
+        #expect(pushed.tags == "username:alice")
+        #expect(!pushed.payloads.contains { $0.contains("4711") }, "the secure payload never goes through the hub")
+        let fetched = try await HTTP.call("GET", base + "/api/notifications/\(secureID)", auth: alice)
+        #expect(fetched.status == 200)
+        #expect(fetched.json?["Payload"] as? String == "Your account code is 4711")
+
+        // A secure item a newsroom publishes straight to Kafka: the backend's consumer keeps its payload for
+        // the category's audience (alice follows World on her device; bob has no device).
+        let newsroom = #"{"id":"newsroom-secure-1","headline":"Embargoed: rates cut","category":"World","secure":true,"body":"Details at noon"}"#
+        let produced = try await HubcastBinary.run(["produce", "--brokers", harness.broker.bootstrap], stdin: newsroom + "\n")
+        #expect(produced.status == 0, "\(produced.stderr)")
+        var kept: HTTP.Answer?
+        let deadline = ContinuousClock.now + .seconds(90)
+        while ContinuousClock.now < deadline {
+            // 404 until the backend's consumer has stored it: the device retries, as the README says.
+            let answer = try await HTTP.call("GET", base + "/api/notifications/newsroom-secure-1", auth: alice)
+            if answer.status == 200 { kept = answer; break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(kept?.json?["Payload"] as? String == "Embargoed: rates cut")
+        #expect(kept?.json?["Body"] as? String == "Details at noon")
+        #expect(try await HTTP.call("GET", base + "/api/notifications/newsroom-secure-1", auth: BackendHarness.basic("bob")).status == 404)
+
+        // Delete: the hub no longer has the registration.
+        #expect(try await HTTP.call("DELETE", base + "/api/register/\(id2)", auth: alice).status == 200)
+        #expect(try await harness.hubRegistration(id2).status == 404)
+        #expect(try await HTTP.call("DELETE", base + "/api/register/\(id2)", auth: alice).status == 404)
+    }
+
+    /// Each hole of the tutorials' backend, tried against ours.
+    @Test(arguments: StoreKind.allCases)
+    func attacks(store: StoreKind) async throws {
+        let harness = try await BackendHarness(store: store)
+        defer { harness.stop() }
+        let base = try harness.startBackend(["--no-consumer"])
+        let alice = BackendHarness.basic("alice"), bob = BackendHarness.basic("bob")
+        let bobHandle = String(repeating: "C0DE", count: 16)
+
+        // The seed accepts password == user name; we check the bcrypt hash.
+        let wrong = try await HTTP.call("POST", base + "/api/register?handle=\(Self.appleHandle)", auth: BackendHarness.basic("alice", "alice"))
+        #expect(wrong.status == 401)
+        #expect(wrong.errorMessage != nil)
+        #expect(wrong.headers["www-authenticate"]?.hasPrefix("Basic") == true)
+        #expect(try await HTTP.call("POST", base + "/api/register?handle=\(Self.appleHandle)", auth: BackendHarness.basic("mallory", "mallory")).status == 401)
+        #expect(try await HTTP.call("POST", base + "/api/register?handle=\(Self.appleHandle)").status == 401)
+
+        // Bob's registration.
+        let bobsID = try #require(try JSONSerialization.jsonObject(
+            with: Data(try await HTTP.call("POST", base + "/api/register?handle=\(bobHandle)", auth: bob).body.utf8), options: .fragmentsAllowed) as? String)
+        let bobsBody = #"{"Platform":"apns","Handle":"\#(bobHandle)","Tags":["World"]}"#
+        #expect(try await HTTP.call("PUT", base + "/api/register/\(bobsID)", auth: bob, body: bobsBody).status == 200)
+
+        // Alice may neither update nor delete Bob's registration.
+        let hijack = try await HTTP.call("PUT", base + "/api/register/\(bobsID)", auth: alice,
+                                         body: #"{"Platform":"apns","Handle":"\#(Self.appleHandle)","Tags":["World"]}"#)
+        #expect(hijack.status == 403)
+        #expect(try await HTTP.call("DELETE", base + "/api/register/\(bobsID)", auth: alice).status == 403)
+        #expect(try await harness.hubRegistration(bobsID).body.contains("username:bob"))
+
+        // Alice may not tag her own device username:bob (she would receive Bob's pushes), nor any non-category tag.
+        let alicesID = try #require(try JSONSerialization.jsonObject(
+            with: Data(try await HTTP.call("POST", base + "/api/register?handle=\(Self.appleHandle)", auth: alice).body.utf8), options: .fragmentsAllowed) as? String)
+        let spoof = try await HTTP.call("PUT", base + "/api/register/\(alicesID)", auth: alice,
+                                        body: #"{"Platform":"apns","Handle":"\#(Self.appleHandle)","Tags":["World","username:bob"]}"#)
+        #expect(spoof.status == 403)
+        #expect(spoof.errorMessage?.contains("username:bob") == true)
+        #expect(try await HTTP.call("PUT", base + "/api/register/\(alicesID)", auth: alice,
+                                    body: #"{"Platform":"apns","Handle":"\#(Self.appleHandle)","Tags":["VIP"]}"#).status == 403)
+        // Handles are checked per platform.
+        #expect(try await HTTP.call("PUT", base + "/api/register/\(alicesID)", auth: alice,
+                                    body: #"{"Platform":"apns","Handle":"not-a-token","Tags":[]}"#).status == 400)
+
+        // A non-sender may not notify someone else; notifying oneself is fine.
+        let impersonate = try await HTTP.call("POST", base + "/api/notifications?to_tag=bob", auth: alice, body: #""hi Bob""#,
+                                              headers: ["Content-Type: application/json"])
+        #expect(impersonate.status == 403)
+        #expect(try await HTTP.call("POST", base + "/api/notifications", auth: alice).status == 200)
+        #expect(try await HTTP.call("POST", base + "/api/notifications?category=Gossip", auth: alice).status == 400)
+
+        // A payload addressed to Bob is 404 for Alice, exactly as an id that does not exist.
+        let forBob = try await HTTP.call("POST", base + "/api/notifications?to_tag=bob&secure=true", auth: BackendHarness.basic("carol"),
+                                         body: #""for Bob only""#, headers: ["Content-Type: application/json"])
+        let payloadID = try #require(forBob.json?["id"] as? String)
+        let peek = try await HTTP.call("GET", base + "/api/notifications/\(payloadID)", auth: alice)
+        let missing = try await HTTP.call("GET", base + "/api/notifications/999999999", auth: alice)
+        #expect(peek.status == 404 && missing.status == 404)
+        #expect(peek.body == missing.body)
+        #expect(try await HTTP.call("GET", base + "/api/notifications/\(payloadID)", auth: bob).json?["Payload"] as? String == "for Bob only")
+
+        // Bodies: malformed → 400, oversize → 413, both JSON errors.
+        let malformed = try await HTTP.call("PUT", base + "/api/register/\(alicesID)", auth: alice, body: #"{"Platform":"apns","#)
+        #expect(malformed.status == 400)
+        #expect(malformed.errorMessage != nil)
+        let oversize = try await HTTP.call("PUT", base + "/api/register/\(alicesID)", auth: alice,
+                                           body: #"{"Platform":"apns","Handle":""# + String(repeating: "A", count: 100_000) + #""}"#)
+        #expect(oversize.status == 413)
+        #expect(oversize.errorMessage != nil)
+        let unknownRoute = try await HTTP.call("GET", base + "/api/nothing", auth: alice)
+        #expect(unknownRoute.status == 404 && unknownRoute.errorMessage != nil)
+
+        // Guessing: after ten wrong passwords the user is locked out, the right password included.
+        var last: HTTP.Answer?
+        for attempt in 1...20 {
+            last = try await HTTP.call("GET", base + "/api/notifications/1", auth: BackendHarness.basic("bob", "guess-\(attempt)"))
+            if attempt == 1 { #expect(last?.status == 401) }
+        }
+        #expect(last?.status == 429)
+        #expect(Int(last?.headers["retry-after"] ?? "") ?? 0 > 0)
+        #expect(last?.errorMessage != nil)
+        #expect(try await HTTP.call("GET", base + "/api/notifications/\(payloadID)", auth: bob).status == 429)
+
+        // Nothing secret in any log line: passwords, the Authorization header, handles, payloads.
+        let logs = harness.logs
+        #expect(!logs.isEmpty)
+        for secret in ["alice-secret-pw", "bob-secret-pw", "carol-secret-pw", "guess-1", Self.appleHandle, bobHandle, "for Bob only",
+                       alice.dropFirst(6).description, bob.dropFirst(6).description, "hi Bob"] {
+            #expect(!logs.contains(secret), "a log line contains a secret")
+        }
+    }
+}
+
+/// Several backends on one PostgreSQL database serve the same registrations and payloads.
+@Suite struct SharedStoreTests {
+    @Test func twoInstancesOnOnePostgreSQL() async throws {
+        let harness = try await BackendHarness(store: .postgres)
+        defer { harness.stop() }
+        let first = try harness.startBackend(["--no-consumer"])
+        let second = try harness.startBackend(["--no-consumer"])
+        let alice = BackendHarness.basic("alice"), bob = BackendHarness.basic("bob")
+        let handle = BackendFlowTests.appleHandle
+
+        let created = try await HTTP.call("POST", first + "/api/register?handle=\(handle)", auth: alice)
+        let id = try #require(try JSONSerialization.jsonObject(with: Data(created.body.utf8), options: .fragmentsAllowed) as? String)
+        let body = #"{"Platform":"apns","Handle":"\#(handle)","Tags":["Science"]}"#
+        #expect(try await HTTP.call("PUT", second + "/api/register/\(id)", auth: alice, body: body).status == 200)
+        #expect(try await HTTP.call("PUT", second + "/api/register/\(id)", auth: bob, body: body).status == 403)
+        #expect(try await harness.hubRegistration(id).body.contains("Science"))
+
+        let secure = try await HTTP.call("POST", second + "/api/notifications?secure=true", auth: alice, body: #""to myself""#,
+                                         headers: ["Content-Type: application/json"])
+        let payloadID = try #require(secure.json?["id"] as? String)
+        #expect(try await HTTP.call("GET", first + "/api/notifications/\(payloadID)", auth: alice).json?["Payload"] as? String == "to myself")
+        #expect(try await HTTP.call("GET", first + "/api/notifications/\(payloadID)", auth: bob).status == 404)
+
+        #expect(try await HTTP.call("DELETE", first + "/api/register/\(id)", auth: alice).status == 200)
+        #expect(try await HTTP.call("PUT", second + "/api/register/\(id)", auth: alice, body: body).status == 404)
+        #expect(try await harness.hubRegistration(id).status == 404)
+    }
+}
+
+/// TLS from certificate and key files: the seeds' Basic calls over https.
+@Suite struct BackendTLSTests {
+    @Test func basicOverHTTPS() async throws {
+        let harness = try await BackendHarness(store: .sqlite)
+        defer { harness.stop() }
+        let cert = harness.directory.appendingPathComponent("cert.pem").path, key = harness.directory.appendingPathComponent("key.pem").path
+        let made = try await ChildProcess.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                                                          "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let base = try harness.startBackend(["--no-consumer", "--tls-cert-file", cert, "--tls-key-file", key])
+        #expect(base.hasPrefix("https://"))
+        let answer = try await HTTP.call("POST", base + "/api/register?handle=\(BackendFlowTests.appleHandle)", auth: BackendHarness.basic("alice"),
+                                         headers: [], cacert: cert)
+        #expect(answer.status == 200)
+        #expect(try await HTTP.call("POST", base + "/api/register?handle=\(BackendFlowTests.appleHandle)", auth: BackendHarness.basic("alice", "x"),
+                                    cacert: cert).status == 401)
+    }
+}

@@ -1,0 +1,90 @@
+@testable import Backend
+import Foundation
+import NotificationHubs
+import Testing
+
+/// The lockout state machine, with its clock in the test's hands.
+@Suite struct LoginThrottleTests {
+    @Test func locksAfterMaxFailuresAndUnlocksAfterLockout() {
+        var throttle = LoginThrottle(perUser: .init(maxFailures: 3, window: 60, lockout: 30), perAddress: .init(maxFailures: 100))
+        let keys: [LoginThrottle.Key] = [.user("bob"), .address("10.0.0.1")]
+        for t in 0..<2 {
+            #expect(throttle.decide(keys, now: Double(t)) == .allowed)
+            throttle.recordFailure(keys, now: Double(t))
+        }
+        #expect(throttle.decide(keys, now: 2) == .allowed)
+        throttle.recordFailure(keys, now: 2)
+        #expect(throttle.decide(keys, now: 3) == .locked(retryAfter: 29))
+        // Another user from the same address is not locked by Bob's count.
+        #expect(throttle.decide([.user("alice"), .address("10.0.0.1")], now: 3) == .allowed)
+        #expect(throttle.decide(keys, now: 32.5) == .allowed)
+    }
+
+    @Test func failuresOutsideTheWindowAreForgotten() {
+        var throttle = LoginThrottle(perUser: .init(maxFailures: 2, window: 10, lockout: 10))
+        throttle.recordFailure([.user("bob")], now: 0)
+        throttle.recordFailure([.user("bob")], now: 11)
+        #expect(throttle.decide([.user("bob")], now: 12) == .allowed)
+    }
+
+    @Test func successClearsTheUserButNotTheAddress() {
+        var throttle = LoginThrottle(perUser: .init(maxFailures: 2), perAddress: .init(maxFailures: 3))
+        throttle.recordFailure([.user("bob"), .address("a")], now: 0)
+        throttle.recordSuccess(user: "bob")
+        throttle.recordFailure([.user("bob"), .address("a")], now: 1)
+        #expect(throttle.decide([.user("bob")], now: 1) == .allowed)
+        throttle.recordFailure([.user("eve"), .address("a")], now: 2)
+        #expect(throttle.decide([.address("a")], now: 2) == .locked(retryAfter: 300))
+    }
+
+    @Test func memoryStaysBoundedUnderAFloodOfNames() {
+        var throttle = LoginThrottle(perUser: .init(maxFailures: 5), maxKeys: 100)
+        for i in 0..<1000 { throttle.recordFailure([.user("u\(i)")], now: Double(i) / 1000) }
+        #expect(throttle.counters.count <= 100)
+    }
+}
+
+@Suite struct ValidationTests {
+    @Test func handlesPerPlatform() {
+        #expect(DevicePlatform.apns.accepts(handle: String(repeating: "aB", count: 32)))
+        #expect(!DevicePlatform.apns.accepts(handle: String(repeating: "aB", count: 31)))
+        #expect(!DevicePlatform.apns.accepts(handle: String(repeating: "zz", count: 32)))
+        #expect(DevicePlatform.fcmv1.accepts(handle: "dGVzdA:APA91b" + String(repeating: "x", count: 140)))
+        #expect(!DevicePlatform.fcmv1.accepts(handle: "short"))
+        #expect(DevicePlatform.wns.accepts(handle: "https://db5.notify.windows.com/?token=AwYAAAB"))
+        #expect(!DevicePlatform.wns.accepts(handle: "https://evil.example/?x=.notify.windows.com"))
+    }
+
+    @Test func windowsRegistrationsRoundTripThroughAtom() throws {
+        let registration = Registration(platform: .windows, handle: "https://db5.notify.windows.com/?token=AwY", tags: ["World", "username:alice"],
+                                        template: DevicePlatform.wns.template)
+        #expect(registration.descriptionElement == "WindowsTemplateRegistrationDescription")
+        let parsed = try Registration(atomEntry: registration.atomEntry)
+        #expect(parsed.platform == .windows && parsed.handle == registration.handle && parsed.tags == registration.tags)
+        #expect(parsed.template?.body == DevicePlatform.wns.template.body)
+    }
+
+    @Test func tagsFromClients() throws {
+        let policy = TagPolicy(allowed: ["World", "Sports"])
+        #expect(try policy.tags(from: ["World", "World"], owner: "alice") == ["World", "username:alice"])
+        #expect(throws: APIError.self) { try policy.tags(from: ["username:bob"], owner: "alice") }
+        #expect(throws: APIError.self) { try policy.tags(from: ["bad tag"], owner: "alice") }
+    }
+}
+
+@Suite struct AuthenticatorTests {
+    @Test func aRememberedPasswordNeverLetsAWrongOneIn() async throws {
+        var users = UsersFile()
+        try users.set(name: "alice", password: "right", roles: [], cost: 4)
+        let auth = Authenticator(users: users, bearer: nil, cacheSeconds: 300)
+        func basic(_ password: String) -> String { "Basic " + Data("alice:\(password)".utf8).base64EncodedString() }
+        #expect(try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name == "alice")
+        #expect(try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name == "alice")
+        await #expect(throws: Authenticator.Failure.unauthenticated) {
+            try await auth.authenticate(authorization: basic("wrong"), address: "a", plainHTTPAllowed: true)
+        }
+        await #expect(throws: Authenticator.Failure.needsTLS) {
+            try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: false)
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// A throw-away PostgreSQL server from Debian's `postgresql` package on 127.0.0.1 and a free port:
+/// a fresh data folder, trust authentication on loopback only, removed at `stop()`. PostgreSQL
+/// refuses to run as root, so when the tests are root it runs as the `postgres` user.
+public final class PostgresServer: @unchecked Sendable {
+    public let port: Int
+    public let dataDirectory: URL
+    public let user = "hubcast"
+    public let database = "hubcast"
+    private let process: Process
+    private let binDirectory: String
+
+    public init() async throws {
+        binDirectory = try Self.findBinaries()
+        port = freeLoopbackPort()
+        dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-pg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
+        let asRoot = getuid() == 0
+        if asRoot { _ = try await ChildProcess.run("chown", ["postgres:postgres", dataDirectory.path]) }
+        let initdb = try await Self.run(asRoot, binDirectory + "/initdb",
+                                        ["-D", dataDirectory.path, "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync"])
+        guard initdb.status == 0 else { throw Failed(description: "initdb failed: \(initdb.stderr)") }
+
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: asRoot ? try ChildProcess.which("runuser") : binDirectory + "/postgres")
+        let serverArguments = ["-D", dataDirectory.path, "-p", String(port), "-k", dataDirectory.path, "-c", "listen_addresses=127.0.0.1",
+                               "-c", "fsync=off", "-c", "max_connections=100"]
+        process.arguments = asRoot ? ["-u", "postgres", "--", binDirectory + "/postgres"] + serverArguments : serverArguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+
+        // Ready when it accepts a connection: pg_isready answers at once either way.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            let ready = try await ChildProcess.run(binDirectory + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-U", user])
+            if ready.status == 0 { break }
+            guard process.isRunning, ContinuousClock.now < deadline else { stop(); throw Failed(description: "PostgreSQL did not start") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let created = try await ChildProcess.run(binDirectory + "/createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", user, database])
+        guard created.status == 0 else { stop(); throw Failed(description: "createdb failed: \(created.stderr)") }
+    }
+
+    /// `postgres://hubcast@127.0.0.1:<port>/hubcast?sslmode=disable`.
+    public var url: String { "postgres://\(user)@127.0.0.1:\(port)/\(database)?sslmode=disable" }
+
+    /// Fast shutdown, then the data folder goes.
+    public func stop() {
+        if process.isRunning {
+            // pg_ctl as the server's own user: a signal to `runuser` would not reach the postmaster.
+            let ctl = Process()
+            let pgCtl = binDirectory + "/pg_ctl"
+            let arguments = ["stop", "-D", dataDirectory.path, "-m", "fast", "-w"]
+            if getuid() == 0 {
+                ctl.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+                ctl.arguments = ["-u", "postgres", "--", pgCtl] + arguments
+            } else {
+                ctl.executableURL = URL(fileURLWithPath: pgCtl)
+                ctl.arguments = arguments
+            }
+            ctl.standardOutput = FileHandle.nullDevice
+            ctl.standardError = FileHandle.nullDevice
+            if (try? ctl.run()) != nil { ctl.waitUntilExit() }
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: dataDirectory)
+    }
+
+    deinit { stop() }
+
+    private static func run(_ asRoot: Bool, _ executable: String, _ arguments: [String]) async throws -> HubcastBinary.Result {
+        asRoot ? try await ChildProcess.run("runuser", ["-u", "postgres", "--", executable] + arguments)
+            : try await ChildProcess.run(executable, arguments)
+    }
+
+    private static func findBinaries() throws -> String {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
+        guard let version = versions.last, FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/postgres") else {
+            throw Failed(description: "PostgreSQL is not installed: run `make setup` (Debian's postgresql package)")
+        }
+        return "\(root)/\(version)/bin"
+    }
+
+    public struct Failed: Error, CustomStringConvertible {
+        public let description: String
+    }
+}
