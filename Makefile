@@ -8,10 +8,14 @@ build: setup
 	swift build
 
 # Builds the hubcast binary too: integration tests drive the real executable.
+# The backend's tests run in a process of their own: in one process with all the others, the
+# pipeline fault test that kills the emulator lost its hub-unavailable line twice in a row (each
+# passes alone and with its own target); an open bug, see README "Known problems".
 test: build
 	swift build --build-tests
 	bash deploy/tansu.sh
-	swift test
+	swift test --skip-build --skip BackendTests
+	swift test --skip-build --filter BackendTests
 
 # The whole product on loopback: dev broker, emulator, sample news, pipeline, summary.
 demo: build
