@@ -71,13 +71,10 @@ import TestSupport
         let newsroom = #"{"id":"newsroom-secure-1","headline":"Embargoed: rates cut","category":"World","secure":true,"body":"Details at noon"}"#
         let produced = try await HubcastBinary.run(["produce", "--brokers", harness.broker.bootstrap], stdin: newsroom + "\n")
         #expect(produced.status == 0, "\(produced.stderr)")
-        var kept: HTTP.Answer?
-        let deadline = ContinuousClock.now + .seconds(90)
-        while ContinuousClock.now < deadline {
-            // 404 until the backend's consumer has stored it: the device retries, as the README says.
+        // 404 until the backend's consumer has stored it: the device retries, as the README says.
+        let kept = try await poll(every: .milliseconds(100), timeout: .seconds(90)) {
             let answer = try await HTTP.call("GET", base + "/api/notifications/newsroom-secure-1", auth: alice)
-            if answer.status == 200 { kept = answer; break }
-            try await Task.sleep(for: .milliseconds(100))
+            return answer.status == 200 ? answer : nil
         }
         #expect(kept?.json?["Payload"] as? String == "Embargoed: rates cut")
         #expect(kept?.json?["Body"] as? String == "Details at noon")

@@ -123,12 +123,7 @@ final class BackendHarness: @unchecked Sendable {
     /// Waits (a generous guard, not a timing assumption) until a delivery satisfies `matches`.
     func waitForDelivery(timeout: Duration = .seconds(120), _ matches: @escaping ((tags: String, matched: Int, payloads: [String])) -> Bool)
         async throws -> (tags: String, matched: Int, payloads: [String])? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let found = try await deliveries().first(where: matches) { return found }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return nil
+        try await poll(every: .milliseconds(100), timeout: timeout) { try await deliveries().first(where: matches) }
     }
 }
 

@@ -15,13 +15,10 @@ import TestSupport
     /// GETs `url` until `accept` says yes (each answer is an event; 120 s is only a guard).
     static func waitFor(_ url: String, timeout: Duration = .seconds(120),
                         _ accept: @escaping ((status: Int, body: String)) -> Bool) async throws -> (status: Int, body: String)? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        try await poll(every: .milliseconds(100), timeout: timeout) {
             let answer = try await get(url)
-            if accept(answer) { return answer }
-            try await Task.sleep(for: .milliseconds(100))
+            return accept(answer) ? answer : nil
         }
-        return nil
     }
 
     static func json(_ body: String) -> [String: Any] {

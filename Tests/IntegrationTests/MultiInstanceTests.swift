@@ -278,14 +278,14 @@ final class MultiInstanceHarness: Sendable {
 
     /// Waits until the hub accepted `count` sends; fails if a minute passes or one of `runs` ends first.
     func waitForDeliveries(_ count: Int, or runs: [MultiInstanceRun]) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while try await acceptedSends() < count {
+        let reached = try await poll(every: .milliseconds(50), timeout: .seconds(60)) { () async throws -> Bool? in
+            if try await acceptedSends() >= count { return true }
             if let ended = runs.first(where: { !$0.process.isRunning }) {
                 throw Failure("\(ended.name) exited (\(ended.process.terminationStatus)) before the hub took \(count) sends\n\(ended.stderrTail)")
             }
-            guard ContinuousClock.now < deadline else { throw Failure("the hub took fewer than \(count) sends in a minute\n" + runs.map(\.stderrTail).joined(separator: "\n")) }
-            try await Task.sleep(for: .milliseconds(50))
+            return nil
         }
+        guard reached != nil else { throw Failure("the hub took fewer than \(count) sends in a minute\n" + runs.map(\.stderrTail).joined(separator: "\n")) }
     }
 
     /// Every send the emulator recorded, by the headline of its first payload.

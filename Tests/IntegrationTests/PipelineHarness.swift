@@ -109,8 +109,7 @@ final class PipelineHarness: Sendable {
 
     /// Waits until the emulator has recorded at least `count` deliveries (or a minute passed).
     func waitForDeliveries(_ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while try await deliveries().count < count && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        _ = try await poll(every: .milliseconds(50), timeout: .seconds(120)) { try await deliveries().count >= count ? true : nil }
     }
 
     /// Every delivery the emulator recorded: (headline of the first payload, tag expression, matched, time).

@@ -32,13 +32,11 @@ public final class PostgresServer: @unchecked Sendable {
         try process.run()
 
         // Ready when it accepts a connection: pg_isready answers at once either way.
-        let deadline = ContinuousClock.now + .seconds(60)
-        while true {
-            let ready = try await ChildProcess.run(binDirectory + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-U", user])
-            if ready.status == 0 { break }
-            guard process.isRunning, ContinuousClock.now < deadline else { stop(); throw Failed(description: "PostgreSQL did not start") }
-            try await Task.sleep(for: .milliseconds(100))
+        let ready = try await poll(every: .milliseconds(100), timeout: .seconds(60)) { () async throws -> Bool? in
+            let answer = try await ChildProcess.run(binDirectory + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-U", user])
+            return answer.status == 0 ? true : (process.isRunning ? nil : false)
         }
+        guard ready == true else { stop(); throw Failed(description: "PostgreSQL did not start") }
         let created = try await ChildProcess.run(binDirectory + "/createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", user, database])
         guard created.status == 0 else { stop(); throw Failed(description: "createdb failed: \(created.stderr)") }
     }
