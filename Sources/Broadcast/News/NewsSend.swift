@@ -8,23 +8,21 @@ public struct NewsSend: Sendable {
     public let itemID: String
     public let category: String
     public let source: KafkaMessage
+    /// The (item, audience) pair as 64 bits, for the delivered-sends window: it holds 100,000 of
+    /// them, and as strings they were a few megabytes and two allocations per send. Two different
+    /// pairs share a key with odds of about 1 in 10¹⁴ per item over a full window (a send skipped
+    /// once); the hash is seeded per process, so no input can aim at it. Computed once: the
+    /// preparer checks it and the sender marks it.
+    let deliveryKey: Int
 
     public init(planned: PlannedSend, itemID: String, category: String, source: KafkaMessage) {
         self.planned = planned
         self.itemID = itemID
         self.category = category
         self.source = source
-    }
-
-    /// The (item, audience) pair that the delivered-sends window remembers.
-    /// The (item, audience) pair as 64 bits: the dedupe window holds 100,000 of them, and as
-    /// strings they were a few megabytes and two allocations per send. Two different pairs share a
-    /// key with odds of about 1 in 10¹⁴ per item over a full window (a send skipped once); the hash
-    /// is seeded per process, so no input can aim at it.
-    var deliveryKey: Int {
         var hasher = Hasher()
         hasher.combine(itemID)
         hasher.combine(planned.tagExpression)
-        return hasher.finalize()
+        deliveryKey = hasher.finalize()
     }
 }
