@@ -190,7 +190,7 @@ let package = Package(
             "Health", "OperationsEndpoint", "Broadcast", "Kafka",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
-        .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "TestSupport"]),
+        .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "CCurl", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"], exclude: ["Help"]),
         .testTarget(name: "BackendTests", dependencies: [
             "Backend", "NotificationHubs", "TestSupport",

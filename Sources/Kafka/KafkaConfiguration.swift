@@ -110,9 +110,17 @@ public struct KafkaConsumerConfiguration: Sendable {
             // the pipeline to 8,000 sends/s; 30,000 keeps it fed at 20,000/s).
             "queued.min.messages": "30000",
             // The same queue in bytes (default 64 MiB): reached first with news-sized messages.
-            // At 1 MiB, 300,000 items through the pipeline peaked at 72.5 MiB RSS instead of 82.4,
-            // at the same sends/s (11,783 vs 11,993, one run each, side by side).
-            "queued.max.messages.kbytes": "1024",
+            // Once a queue is over this, librdkafka 2.0 fetches again only after a second
+            // (librdkafka#2879; 2.3 made it `fetch.queue.backoff.ms`), so the queue must hold a
+            // second of sends or the pipeline starves. 60,000 items into nginx on a quiet machine
+            // (sends/s), and peak RSS at 1 M items: 1 MiB 11,416/s, 60.4 MiB; 1.5 MiB 17,580/s,
+            // 62.3 MiB; 2 MiB 22,710/s, 66.0 MiB; 4 MiB 24,480/s, 76.6 MiB. 1.5 MiB keeps the
+            // memory goal (64 MiB) at a hundred times a Standard hub unit's quota (~10,000 sends
+            // a minute); `--kafka-property queued.max.messages.kbytes=…` raises it.
+            "queued.max.messages.kbytes": "1536",
+            // Fetch responses are held in memory until their last message is freed; smaller ones
+            // let the byte cap above be what bounds memory.
+            "max.partition.fetch.bytes": "131072",
         ]
         // Pass-through properties still win, except the two that would break at-least-once.
         p.merge(typed) { passedThrough, typed in passedThrough }

@@ -37,6 +37,16 @@ public struct NewsPublisher: Sendable {
         self.maxInFlight = maxInFlight
     }
 
+    /// Looks every category's topic up now, so that no category's first item waits while
+    /// librdkafka does (940 ms on the dev broker); returns the topics the cluster does not have.
+    public func prepareTopics(timeout: Duration = .seconds(10)) async throws(KafkaError) -> [String] {
+        var missing: [String] = []
+        for topic in categories.topics where try await producer.partitionCount(topic: topic, timeout: timeout) == nil {
+            missing.append(topic)
+        }
+        return missing
+    }
+
     /// Publishes every valid line; a bad line is reported and never stops its neighbours.
     public func publish(from reader: LineReader, onProblem: @escaping @Sendable (Problem) -> Void) async -> Summary {
         var summary = Summary()

@@ -28,10 +28,10 @@ import TestSupport
     @Test func readinessFollowsTheHubOutOfReachAndBack() async throws {
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":20}"#)
-        try await h.produce(0..<2000)
+        try await h.produce(0..<300)
         let port = freeLoopbackPort()
         let base = "http://127.0.0.1:\(port)"
-        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8", "--request-timeout", "2"])
+        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8", "--request-timeout", "2"], exitWhenIdle: nil)
         // Up: alive, ready (joining or owning its partitions), and the metrics in Prometheus text.
         let alive = try await Self.waitFor(base + "/healthz") { $0.status == 200 }
         #expect(Self.json(alive?.body ?? "")["healthy"] as? Bool == true, "\(String(describing: alive))")
@@ -43,7 +43,9 @@ import TestSupport
         #expect(metrics.body.contains("# TYPE hubcast_sent counter"), "\(metrics.body.prefix(500))")
 
         // The hub stops answering: not ready (503, the reason in JSON), still alive.
+        // What is published from now on meets the stopped hub, however much was delivered by now.
         kill(h.emulator.process.processIdentifier, SIGSTOP)
+        try await h.produce(300..<2000)
         let unready = try await Self.waitFor(base + "/readyz") { $0.status != 200 }
         kill(h.emulator.process.processIdentifier, SIGCONT)
         let unreadyAnswer = try #require(unready, "/readyz never turned unready with the hub stopped")
@@ -58,6 +60,8 @@ import TestSupport
         // The hub answers again: ready again, and every item gets through.
         let readyAgain = try await Self.waitFor(base + "/readyz") { $0.status == 200 }
         #expect(readyAgain != nil, "/readyz never turned ready again after the hub came back")
+        try await h.waitForEveryItem(0..<2000)
+        run.process.terminate()
         let result = await run.finish()
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
         #expect(Set(try await h.deliveries().map(\.headline)) == Set((0..<2000).map { "Headline \($0)" }))
@@ -66,19 +70,22 @@ import TestSupport
     @Test func refusedCredentialsMakeItUnreadyButNotDead() async throws {
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":20}"#)
-        try await h.produce(0..<1000)
+        try await h.produce(0..<300)
         let port = freeLoopbackPort()
         let base = "http://127.0.0.1:\(port)"
-        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8"])
+        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8"], exitWhenIdle: nil)
         try await h.waitForDeliveries(100)
         // Refused credentials are a hub-level failure too: unready, but the process is alive.
         try await h.faults(#"{"status":401}"#)
+        try await h.produce(300..<1000)
         let unready = try await Self.waitFor(base + "/readyz") { $0.status == 503 }
         #expect(unready != nil)
         let alive = try await Self.get(base + "/healthz")
         #expect(alive.status == 200, "\(alive.body)")
         try await h.clearFaults()
         #expect(try await Self.waitFor(base + "/readyz") { $0.status == 200 } != nil)
+        try await h.waitForEveryItem(0..<1000)
+        run.process.terminate()
         let result = await run.finish()
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
     }

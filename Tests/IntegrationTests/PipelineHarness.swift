@@ -54,9 +54,11 @@ final class PipelineHarness: Sendable {
         try await producer.close()
     }
 
-    func runArguments(_ extra: [String] = [], dlq sink: String? = nil) -> [String] {
+    /// `exitWhenIdle` nil: the run goes on until signalled (a test that produces more after a fault
+    /// must not race the run's idle exit).
+    func runArguments(_ extra: [String] = [], dlq sink: String? = nil, exitWhenIdle: Int? = 3) -> [String] {
         ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--dlq", sink ?? "file:" + dlq.path, "--metrics-interval", "1",
-         "--exit-when-idle", "3", "--retry-base-ms", "10", "--retry-max-ms", "200"] + extra
+         "--retry-base-ms", "10", "--retry-max-ms", "200"] + (exitWhenIdle.map { ["--exit-when-idle", String($0)] } ?? []) + extra
     }
 
     var environment: [String: String] { ["HUBCAST_CONNECTION_STRING": emulator.firstLine] }
@@ -95,10 +97,10 @@ final class PipelineHarness: Sendable {
         }
     }
 
-    func startRun(_ extra: [String] = []) throws -> Background {
+    func startRun(_ extra: [String] = [], exitWhenIdle: Int? = 3) throws -> Background {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
-        process.arguments = runArguments(extra)
+        process.arguments = runArguments(extra, exitWhenIdle: exitWhenIdle)
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
@@ -110,6 +112,15 @@ final class PipelineHarness: Sendable {
     /// Waits until the emulator has recorded at least `count` deliveries (or a minute passed).
     func waitForDeliveries(_ count: Int) async throws {
         _ = try await poll(every: .milliseconds(50), timeout: .seconds(120)) { try await deliveries().count >= count ? true : nil }
+    }
+
+    /// Waits until the emulator has recorded every item of `range` at least once (or two minutes
+    /// passed); repeats do not count, as the count of `waitForDeliveries` does.
+    func waitForEveryItem(_ range: Range<Int>) async throws {
+        let expected = Set(range.map { "Headline \($0)" })
+        _ = try await poll(every: .milliseconds(50), timeout: .seconds(120)) {
+            expected.isSubset(of: Set(try await deliveries().map(\.headline))) ? true : nil
+        }
     }
 
     /// Every delivery the emulator recorded: (headline of the first payload, tag expression, matched, time).

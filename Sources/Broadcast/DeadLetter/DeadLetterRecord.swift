@@ -77,9 +77,5 @@ public struct DeadLetterRecord: Sendable {
         return w.bytes
     }
 
-    static func rfc3339(_ epoch: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: epoch))
-    }
+    static func rfc3339(_ epoch: Double) -> String { CivilDate.rfc3339(epochSeconds: epoch, milliseconds: true) }
 }

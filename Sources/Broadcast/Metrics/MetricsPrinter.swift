@@ -45,7 +45,7 @@ public struct MetricsPrinter: Service {
     static func line(_ s: InMemoryMetrics.Snapshot, previous: InMemoryMetrics.Snapshot?, elapsed: Duration, final: Bool) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 512)
         w.beginObject()
-        w.member("ts", ISO8601DateFormatter().string(from: Date()))
+        w.member("ts", CivilDate.rfc3339(epochSeconds: Date().timeIntervalSince1970))
         for (field, label) in [("consumed", "consumed"), ("sent", "sent"), ("failed", "failed"), ("retried", "retried"),
                                ("throttled", "throttled"), ("deadLettered", "dead_lettered"), ("invalid", "invalid"),
                                ("expired", "expired"), ("duplicates", "duplicates")] {
@@ -59,7 +59,7 @@ public struct MetricsPrinter: Service {
         let seconds = max(elapsed.inSeconds, 0.001)
         let sentNow = s.counter("hubcast_sent") - (previous?.counter("hubcast_sent") ?? 0)
         w.key("sendsPerSec")
-        w.raw(String(format: "%.1f", Double(sentNow) / seconds).utf8)
+        w.number(Double(sentNow) / seconds, decimals: 1)
         let timers = final ? s.totalTimers : s.intervalTimers
         let send = timers.filter { $0.key.label == "hubcast_send_latency" }.values.reduce(into: LatencyHistogram()) { $0.merge($1) }
         w.key("latencyMs")
@@ -76,7 +76,7 @@ public struct MetricsPrinter: Service {
         w.number(Int64(s.meter("hubcast_lag")))
         w.key("paceRate")
         let paceRate = s.meter("hubcast_pace_rate")
-        if paceRate > 0 { w.raw(String(format: "%.1f", paceRate).utf8) } else { w.null() }
+        if paceRate > 0 { w.number(paceRate, decimals: 1) } else { w.null() }
         w.key("hubAvailable")
         w.bool(s.meter("hubcast_hub_available") != 0)
         w.key("sasTokensMinted")
@@ -93,10 +93,10 @@ public struct MetricsPrinter: Service {
         w.beginObject()
         for (name, q) in [("p50", 0.5), ("p99", 0.99)] {
             w.key(name)
-            w.raw(String(format: "%.2f", Double(h.value(atQuantile: q)) / 1000).utf8)
+            w.number(Double(h.value(atQuantile: q)) / 1000, decimals: 2)
         }
         w.key("max")
-        w.raw(String(format: "%.2f", Double(h.max) / 1000).utf8)
+        w.number(Double(h.max) / 1000, decimals: 2)
         w.endObject()
     }
 }

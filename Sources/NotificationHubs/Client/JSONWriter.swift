@@ -51,6 +51,24 @@ public struct JSONWriter: Sendable {
 
     public mutating func number(_ value: Int64) { raw(String(value).utf8) }
 
+    /// `value` with `decimals` digits after the point (as `%.Nf` prints it, without Foundation's
+    /// formatter); `null` for NaN and infinities, which JSON cannot carry.
+    public mutating func number(_ value: Double, decimals: Int) {
+        let decimals = max(0, min(decimals, 9))
+        let scale = (0..<decimals).reduce(1.0) { product, _ in product * 10 }
+        let scaled = (abs(value) * scale).rounded()
+        guard value.isFinite, scaled < 9e18 else { return null() }
+        let units = Int64(scaled)
+        let divisor = Int64(scale)
+        var text = value < 0 && units != 0 ? "-" : ""
+        text += String(units / divisor)
+        if decimals > 0 {
+            let fraction = String(units % divisor)
+            text += "." + String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction
+        }
+        raw(text.utf8)
+    }
+
     public mutating func bool(_ value: Bool) { raw((value ? "true" : "false").utf8) }
 
     public mutating func null() { raw("null".utf8) }
@@ -68,20 +86,28 @@ public struct JSONWriter: Sendable {
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Appends `value` as a JSON string literal, escaping only what RFC 8259 requires.
+    /// Appends `value` as a JSON string literal, escaping only what RFC 8259 requires; runs of
+    /// bytes that need no escape (all of most strings) are copied at once.
     public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for b in value.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): out.append(UInt8(ascii: "\\")); out.append(b)
-            case UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
-            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-            case 0..<0x20:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 0xF)]])
-            default: out.append(b)
+        var value = value
+        value.withUTF8 { utf8 in
+            var start = 0
+            for i in 0..<utf8.count {
+                let b = utf8[i]
+                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+                switch b {
+                case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
+                default:
+                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+                }
+                start = i + 1
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
         }
         out.append(UInt8(ascii: "\""))
     }

@@ -26,6 +26,7 @@ final class CurlEventLoop: @unchecked Sendable {
     // Loop-thread state.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
     private var idleHandles: [UnsafeMutableRawPointer] = []
+    private var headerLists = HeaderListCache()
     /// `keptResponseHeaders` as bytes, for the header callback.
     let keptHeaders: [[UInt8]]?
 
@@ -114,6 +115,7 @@ final class CurlEventLoop: @unchecked Sendable {
             complete(easy, with: .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport shut down")))
         }
         for easy in idleHandles { curl_easy_cleanup(easy) }
+        headerLists.freeAll()
         curl_multi_cleanup(multi)
         finished.signal()
     }
@@ -161,12 +163,9 @@ final class CurlEventLoop: @unchecked Sendable {
             hubcast_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress)
             if request.method != .post { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
         }
-        var list: UnsafeMutablePointer<curl_slist>?
-        for header in request.headers { list = curl_slist_append(list, "\(header.name): \(header.value)") }
-        // No `Expect: 100-continue` round trip on larger bodies.
-        list = curl_slist_append(list, "Expect:")
+        let list = headerLists.take(request.headers)
         transfer.headerList = list
-        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list.pointer)
         hubcast_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeout.milliseconds))
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
@@ -201,6 +200,7 @@ final class CurlEventLoop: @unchecked Sendable {
         curl_multi_remove_handle(multi, easy)
         let transfer = active.removeValue(forKey: easy)
         transfer?.easy = nil
+        if let list = transfer?.headerList { headerLists.release(list) }
         transfer?.finish(result)
         // The handle goes back to the pool, keeping its options; its connection stays in the
         // multi handle's cache. Nothing it points at outlives the transfer: the next request
@@ -217,6 +217,56 @@ final class CurlEventLoop: @unchecked Sendable {
         default: .other
         }
         return TransportError(kind: kind, code: Int32(code.rawValue), message: message)
+    }
+}
+
+/// libcurl header lists by the headers they hold, on the loop thread. Every send to a hub has the
+/// same headers but for its tag expression, and the token changes hourly: building the list again
+/// for each was two allocations per header plus the formatted line's, and as many frees.
+struct HeaderListCache {
+    /// One list; `users` counts the transfers it is set on, which it must outlive.
+    final class List {
+        let pointer: UnsafeMutablePointer<curl_slist>?
+        var users = 0
+        init(pointer: UnsafeMutablePointer<curl_slist>?) { self.pointer = pointer }
+    }
+
+    private var lists: [[HTTPHeader]: List] = [:]
+    /// Lists kept; past it, the unused ones are freed (other requests than sends vary their headers).
+    let capacity: Int
+
+    init(capacity: Int = 64) { self.capacity = capacity }
+
+    var count: Int { lists.count }
+
+    mutating func take(_ headers: [HTTPHeader]) -> List {
+        if let list = lists[headers] {
+            list.users += 1
+            return list
+        }
+        if lists.count >= capacity { evictUnused() }
+        var pointer: UnsafeMutablePointer<curl_slist>?
+        for header in headers { pointer = curl_slist_append(pointer, "\(header.name): \(header.value)") }
+        // No `Expect: 100-continue` round trip on larger bodies.
+        pointer = curl_slist_append(pointer, "Expect:")
+        let list = List(pointer: pointer)
+        list.users = 1
+        lists[headers] = list
+        return list
+    }
+
+    func release(_ list: List) { list.users -= 1 }
+
+    private mutating func evictUnused() {
+        for (key, list) in lists where list.users == 0 {
+            curl_slist_free_all(list.pointer)
+            lists[key] = nil
+        }
+    }
+
+    mutating func freeAll() {
+        for list in lists.values { curl_slist_free_all(list.pointer) }
+        lists = [:]
     }
 }
 

@@ -49,7 +49,8 @@ final class Transfer: @unchecked Sendable {
     let request: HTTPRequest
     var continuation: CheckedContinuation<Result<HTTPResponse, TransportError>, Never>?
     var easy: UnsafeMutableRawPointer?
-    var headerList: UnsafeMutablePointer<curl_slist>?
+    /// The loop's cached list of this request's headers, released when the transfer completes.
+    var headerList: HeaderListCache.List?
     var body: UnsafeMutableRawBufferPointer?
     var responseBody: [UInt8] = []
     var responseHeaders: [HTTPHeader] = []
@@ -68,10 +69,8 @@ final class Transfer: @unchecked Sendable {
 
     init(request: HTTPRequest) { self.request = request }
 
-    /// Resumes the sender exactly once and frees what libcurl was pointed at.
+    /// Resumes the sender exactly once and frees the body copy libcurl was pointed at.
     func finish(_ result: Result<HTTPResponse, TransportError>) {
-        if let headerList { curl_slist_free_all(headerList) }
-        headerList = nil
         body?.deallocate()
         body = nil
         continuation?.resume(returning: result)

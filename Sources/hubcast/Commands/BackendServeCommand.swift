@@ -147,10 +147,20 @@ struct BackendServeCommand: AsyncParsableCommand {
             await opened.store.close()
             throw CLIError.unreachable("could not reach Kafka: " + LegibleText.sanitized(String(describing: error)))
         }
+        let publisher = NewsPublisher(producer: producer, categories: categories)
+        do {
+            let missing = try await publisher.prepareTopics(timeout: connectTimeout)
+            if !missing.isEmpty {
+                logger.warning("Category topics not found in Kafka: notifications to them depend on the broker creating topics",
+                               metadata: ["topics": "\(missing.joined(separator: ","))"])
+            }
+        } catch {
+            logger.warning("Could not look the category topics up", metadata: ["error": "\(LegibleText.sanitized(String(describing: error)))"])
+        }
         let client = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
         let hub = NotificationHubDevices(client: client)
         let api = BackendAPI(configuration: apiConfig, store: opened.store, hub: hub,
-                             publisher: NewsPublisher(producer: producer, categories: categories), authenticator: authenticator, logger: logger)
+                             publisher: publisher, authenticator: authenticator, logger: logger)
 
         let host = settings.string(self.host, "backend-host", default: "127.0.0.1")
         let port = try settings.int(self.port, "backend-port", default: 8080, range: 0...65535)
