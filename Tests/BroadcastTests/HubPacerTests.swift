@@ -35,6 +35,10 @@ struct PacerSimulation {
     var roundTrip: Duration = .milliseconds(1)
     var concurrency = 64
     var retryAfter: Duration = .seconds(1)
+    /// Until this time, every other request is refused whatever the rate (a storm of 429s, as
+    /// `make faults` scenario 1 makes the emulator answer), quota or not.
+    var stormUntil: Duration = .zero
+    private var stormParity = false
     private(set) var acceptedAt: [Duration] = []
     private(set) var takenAt: [Duration] = []
     private(set) var throttled = 0
@@ -64,7 +68,11 @@ struct PacerSimulation {
             }
             while inFlight.count < concurrency, let epoch = pacer.take(now: now) {
                 takenAt.append(now)
-                let accepted = quota.admit(now: now)
+                var accepted = quota.admit(now: now)
+                if now < stormUntil {
+                    stormParity.toggle()
+                    accepted = accepted && stormParity
+                }
                 if !accepted { throttled += 1 }
                 inFlight.append((now + roundTrip, accepted, epoch))
             }
@@ -103,6 +111,17 @@ struct PacerSimulation {
         #expect(before >= 0.9, "before the change: \(before)")
         #expect(after >= 0.9 && after <= 1.01, "within 10% of the new quota: \(after)")
         #expect(sim.throttledShare <= 0.05)
+    }
+
+    @Test func aStormOfRefusalsLeavesNoLowCeilingBehind() {
+        // Half of all sends refused for 15 s, then a hub with room for 5,000/s.
+        var sim = PacerSimulation(quota: SimulatedQuota(rate: 5000, burst: 250))
+        sim.stormUntil = .seconds(15)
+        sim.run(until: .seconds(45))
+        // Spells of a few sends each measure nothing: the pacer probes by doubling, not along a
+        // half-minute curve from the storm's trickle.
+        let after = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(45))
+        #expect(after >= 0.8 * 5000, "15 s after the storm: \(after)/s")
     }
 
     @Test func unthrottledIsUnpaced() {

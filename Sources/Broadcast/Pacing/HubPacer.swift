@@ -18,8 +18,9 @@ import Kafka
 ///   where it stays for long — the hub's burst allowance makes the ceiling a slight over-estimate,
 ///   and every throttle costs a whole pause —, then ever faster past it. Beyond `probeAbove` × the
 ///   level the quota has evidently risen: the rate doubles every `doubling` until throttled.
-/// - From a shorter spell (the first throttle of a burst, or right after a pause) the estimate is
-///   mostly the hub's burst allowance: the rate at least halves and probes upward by doubling.
+/// - From a shorter spell (the first throttle of a burst, or right after a pause), or one that
+///   accepted only a few sends, the estimate is mostly the hub's burst allowance or chance: the
+///   rate at least halves and probes upward by doubling.
 /// - Sends throttled that were started before the last decrease extend the pause but do not
 ///   lower the rate again: they speak of the rate that was already cut (`epoch`).
 ///
@@ -49,6 +50,10 @@ public struct HubPacer: Sendable, Equatable {
         public var defaultPause: Duration = .seconds(1)
         /// A spell shorter than this measured the hub's burst allowance more than its quota.
         public var reliableSpell: Duration = .milliseconds(500)
+        /// A spell that accepted fewer sends than this measured too little to stand for the quota
+        /// (a storm of refusals at any rate leaves spells of two or three sends): probe instead of
+        /// creeping up from it for half a minute.
+        public var reliableCount = 20.0
 
         public init() {}
     }
@@ -190,7 +195,7 @@ public struct HubPacer: Sendable, Equatable {
 
     private mutating func resume(after d: Decrease) {
         let c = configuration
-        if d.spell >= c.reliableSpell {
+        if d.spell >= c.reliableSpell && spellAccepted >= c.reliableCount {
             let measured = d.spell >= .seconds(1) ? d.lastSecond : spellAccepted / d.spell.inSeconds
             let ceiling = max(c.minRate, min(d.pacedRate, measured))
             lastCeiling = ceiling
