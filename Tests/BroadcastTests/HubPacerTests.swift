@@ -124,6 +124,18 @@ struct PacerSimulation {
         #expect(after >= 0.8 * 5000, "15 s after the storm: \(after)/s")
     }
 
+    @Test func afterAQuietSpellTheRateIsWhatTheHubLastTookNotTheStormsTrickle() {
+        // A storm, then a hub that never throttles: the rate doubles up and is never cut again.
+        var sim = PacerSimulation(quota: SimulatedQuota(rate: 1_000_000, burst: 1_000_000))
+        sim.stormUntil = .seconds(15)
+        sim.run(until: .seconds(35))
+        let taken = sim.acceptedPerSecond(from: .seconds(34), to: .seconds(35))
+        #expect(taken >= 5000, "the rate came back: \(taken)/s")
+        // Breaking news after a quiet minute goes out at about the rate the hub last took.
+        let afterQuiet = sim.pacer.rate(now: sim.now + .seconds(60)) ?? .infinity
+        #expect(afterQuiet >= 0.9 * taken, "after a minute without sends: \(afterQuiet)/s")
+    }
+
     @Test func unthrottledIsUnpaced() {
         var pacer = HubPacer()
         for _ in 0..<10_000 { #expect(pacer.take(now: .zero) != nil) }

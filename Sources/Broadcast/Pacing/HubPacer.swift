@@ -98,6 +98,9 @@ public struct HubPacer: Sendable, Equatable {
     private var taken = RateWindow()
     /// The last estimate of the quota, for the cap on a rate that was never tried.
     private var lastCeiling: Double?
+    /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
+    /// so also one that may be resumed at once after a quiet spell.
+    private var provenRate = 0.0
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -118,8 +121,10 @@ public struct HubPacer: Sendable, Equatable {
             learnt = from * pow(2, min(30, max(0, (now - since) / configuration.doubling)))
         }
         // A rate that grew while little was sent was never tried: it may grow past twice what
-        // is sent only up to the last estimate's probing bound (botocore caps it likewise).
-        let tried = max((lastCeiling ?? 0) * configuration.plateau * configuration.probeAbove, 2 * taken.perSecond(now: now, since: nil))
+        // is sent only up to the probing bound of the last estimate or of what the hub has taken
+        // since (botocore caps it likewise); after a quiet spell a burst starts there.
+        let known = max(lastCeiling ?? 0, provenRate)
+        let tried = max(known * configuration.plateau * configuration.probeAbove, 2 * taken.perSecond(now: now, since: nil))
         var rate = min(learnt, tried)
         if let maximum = configuration.maxRate { rate = min(rate, maximum) }
         return max(rate, configuration.minRate)
@@ -156,6 +161,7 @@ public struct HubPacer: Sendable, Equatable {
     public mutating func accepted(now: Duration) {
         accepted.add(now: now)
         spellAccepted += 1
+        if lastCeiling != nil { provenRate = max(provenRate, accepted.perSecond(now: now, since: nil)) }
     }
 
     /// A send started in `epoch` was throttled: pause the hub; lower the rate once per epoch.
@@ -211,6 +217,7 @@ public struct HubPacer: Sendable, Equatable {
         refilledAt = pausedUntil
         spellStart = pausedUntil
         spellAccepted = 0
+        provenRate = 0
     }
 
     /// From decrease × W up to plateau × W by `recovery` (concave), then growing by
