@@ -86,9 +86,7 @@ extension BackendAPI {
     }
 
     static func timestamp(_ epochSeconds: Int64) -> Timestamp? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return Timestamp(rfc3339: formatter.string(from: Date(timeIntervalSince1970: TimeInterval(epochSeconds))))
+        Timestamp(rfc3339: CivilDate.rfc3339(epochSeconds: Double(epochSeconds)))
     }
 
     static func flag(_ text: String?) -> Bool {
