@@ -8,9 +8,6 @@ build: setup
 	swift build
 
 # Builds the hubcast binary too: integration tests drive the real executable.
-# The backend's tests run in a process of their own: in one process with all the others, the
-# pipeline fault test that kills the emulator lost its hub-unavailable line twice in a row (each
-# passes alone and with its own target); an open bug, see README "Known problems".
 test: build
 	swift build --build-tests
 	bash deploy/tansu.sh
@@ -32,14 +29,15 @@ bench-quick: bench-tools
 	python3 benchmarks/bench.py --items 20000 --memory-items 10000 --quota-seconds 10 --seconds 5
 	HUBCAST_MICRO_SECONDS=1 $(MAKE) bench-micro
 
-GO_SENDER_BUILD = benchmarks/.go-build
+PEERS_BUILD = benchmarks/.peers-build
 bench-tools: setup
 	@command -v wrk >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null)
 	@python3 -c 'import ensurepip, venv' 2>/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null)
 	@(command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/confluentinc/confluent-kafka-go/kafka ]) || \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go golang-github-confluentinc-confluent-kafka-go-dev >/dev/null)
-	cd benchmarks/peers/go && GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$(CURDIR)/$(GO_SENDER_BUILD)/cache \
-		go build -tags dynamic -o $(CURDIR)/$(GO_SENDER_BUILD)/gosender .
+	cd benchmarks/peers/go && GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$(CURDIR)/$(PEERS_BUILD)/cache \
+		go build -tags dynamic -o $(CURDIR)/$(PEERS_BUILD)/gosender .
+	cc -O2 -Wall -o $(PEERS_BUILD)/curl_floor benchmarks/peers/c/curl_floor.c -lcurl
 	@if [ -z "$$HUBCAST_BIN" ]; then swift build -c release --product hubcast; fi
 
 # ordo-one/benchmark in its own package (benchmarks/micro), merged into results/latest.json.

@@ -3,7 +3,9 @@
 goals of issue 15 with PASS/MISS, writes benchmarks/results/latest.json (or --output).
 
 1. Ceiling: wrk (1 thread) POSTing hubcast's exact template send (lib/template-send.lua) to nginx
-   `return 201` and to `hubcast emulator`.
+   `return 201` and to `hubcast emulator`; and the floor of libcurl, the HTTP library hubcast is built
+   on: peers/c/curl_floor (the same request through libcurl's multi interface and nothing else), one
+   process per core: requests/s and CPU µs per request.
 2. Unthrottled, same items (--items) for each: `hubcast run`, the Go sender (peers/go) and the Python
    sender (peers/python_peer.py) drain a preloaded dev broker into nginx: sends/s, ratio to wrk, CPU
    µs per send, peak RSS.
@@ -19,7 +21,8 @@ goals of issue 15 with PASS/MISS, writes benchmarks/results/latest.json (or --ou
 Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
 same clock for all three programs. RSS and CPU come from wait4 on the measured process alone.
 HUBCAST_BIN points at a hubcast built elsewhere; GO_SENDER_BIN at the Go sender (default
-benchmarks/.go-build/gosender, built by `make bench-tools`).
+benchmarks/.peers-build/gosender, built by `make bench-tools`), CURL_FLOOR_BIN at the libcurl floor
+(default benchmarks/.peers-build/curl_floor, likewise).
 """
 import argparse, collections, json, os, platform, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
 import urllib.request
@@ -114,6 +117,30 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_form
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
+
+
+def curl_floor(binary, url, connections, requests, work):
+    """libcurl alone, one process per core sharing `connections`: requests/s in all, CPU µs per request."""
+    cores = os.cpu_count() or 1
+    share = max(1, requests // cores)
+    env = {**os.environ, "HUBCAST_SAS": "none"}
+    results = [None] * cores
+
+    def one(i):
+        path = os.path.join(work, f"curl-floor-{i}.out")
+        code, _, _, cpu = measured([binary, url, str(share), str(max(1, connections // cores))], env, path)
+        results[i] = (code, cpu, json.loads(open(path).read() or "{}"))
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(cores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if any(code != 0 for code, _, _ in results):
+        raise SystemExit(f"curl_floor failed: {results}")
+    # Each process's rate over its own run; they run side by side, so the sum is the pair's rate.
+    rate = sum(r["requests"] / r["seconds"] for _, _, r in results)
+    return {"processes": cores, "requests": share * cores, "requestsPerSec": round(rate, 1),
+            "cpuMicrosecondsPerRequest": round(sum(cpu for _, cpu, _ in results) / (share * cores) * 1e6, 1)}
 
 
 def wrk(url, connections, seconds, sas):
@@ -401,6 +428,13 @@ def goals(result):
         out.append((f"CPU per send ≤ {GOAL_VS_GO_CPU}× Go", f"{cpu:.2f}×", verdict(cpu <= GOAL_VS_GO_CPU)))
     if h and h.get("ratioToWrk") is not None:
         out.append((f"sends/s ≥ {GOAL_VS_WRK}× wrk", f"{h['ratioToWrk']:.2f}×", verdict(h["ratioToWrk"] >= GOAL_VS_WRK)))
+    floor = (result.get("ceiling") or {}).get("curlFloor")
+    if floor and g:
+        # What the goals ask of hubcast beside what libcurl needs with nothing else to do.
+        cpu_goal = GOAL_VS_GO_CPU * g["cpuMicrosecondsPerSend"]
+        out.append((f"  (libcurl alone: {floor['cpuMicrosecondsPerRequest']:.1f} µs/request, {floor['requestsPerSec']:,.0f}/s on {floor['processes']} cores)",
+                    f"CPU goal {cpu_goal:.1f} µs = {cpu_goal / floor['cpuMicrosecondsPerRequest']:.2f}× it; "
+                    f"wrk goal {GOAL_VS_WRK * c_wrk(result):,.0f}/s = {GOAL_VS_WRK * c_wrk(result) / floor['requestsPerSec']:.2f}× it", "–"))
     lat = result.get("latency")
     if lat:
         p50, p99 = lat["metricsP50Ms"], lat["metricsP99Ms"]
@@ -412,11 +446,19 @@ def goals(result):
     return out
 
 
+def c_wrk(result):
+    return result["ceiling"]["nginx"]["requestsPerSec"]
+
+
 def print_tables(result):
     c = result.get("ceiling")
     if c:
         print(f"\nCeiling (wrk, 1 thread, {result['connections']} connections, {result.get('wrkSeconds', '?')} s): nginx return 201 {c['nginx']['requestsPerSec']:,.0f}/s;"
               f" hubcast emulator {c['emulator']['requestsPerSec']:,.0f}/s")
+        if c.get("curlFloor"):
+            f = c["curlFloor"]
+            print(f"Floor (libcurl alone, peers/c/curl_floor, {f['processes']} processes): {f['requestsPerSec']:,.0f} requests/s into nginx,"
+                  f" {f['cpuMicrosecondsPerRequest']:.1f} µs CPU per request")
     if result.get("unthrottled"):
         print(f"\nUnthrottled, {result['unthrottled'][0]['items']:,} items each, into nginx return 201")
         print(f"{'':<9}{'sends/s':>10}{'÷ wrk':>8}{'CPU µs/send':>13}{'peak RSS MiB':>14}")
@@ -471,7 +513,8 @@ def main():
     chosen = [p for p in args.programs.split(",") if p]
     binary = os.environ.get("HUBCAST_BIN") or os.path.join(
         subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True).stdout.strip(), "hubcast")
-    go = os.environ.get("GO_SENDER_BIN") or os.path.join(ROOT, "benchmarks/.go-build/gosender")
+    go = os.environ.get("GO_SENDER_BIN") or os.path.join(ROOT, "benchmarks/.peers-build/gosender")
+    floor_bin = os.environ.get("CURL_FLOOR_BIN") or os.path.join(ROOT, "benchmarks/.peers-build/curl_floor")
     for path, what in [(binary, "hubcast (HUBCAST_BIN)"), (go, "the Go sender (make bench-tools, or GO_SENDER_BIN)")]:
         if not os.access(path, os.X_OK) and (path == binary or "go" in chosen):
             raise SystemExit(f"not found: {what} at {path}")
@@ -501,6 +544,11 @@ def main():
             finally:
                 emulator.stop()
             wrk_nginx = result["ceiling"]["nginx"]["requestsPerSec"]
+            if os.access(floor_bin, os.X_OK):
+                print(f"ceiling: libcurl alone, {args.items:,} requests", file=sys.stderr)
+                result["ceiling"]["curlFloor"] = curl_floor(floor_bin, nginx.url(nginx.quiet), args.connections, args.items, work)
+            else:
+                print(f"ceiling: no libcurl floor (build it with make bench-tools, or set CURL_FLOOR_BIN): {floor_bin}", file=sys.stderr)
         if "unthrottled" in sections:
             result["unthrottled"] = []
             for program in chosen:

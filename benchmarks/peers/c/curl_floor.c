@@ -1,0 +1,87 @@
+// The floor of the HTTP library hubcast is built on: libcurl's multi interface POSTing hubcast's
+// template send (same headers and body size as benchmarks/lib/template-send.lua) with `connections`
+// transfers in flight, handles and header list reused, nothing else: no Kafka, no JSON, no threads.
+// Whatever hubcast spends per send is this plus its own work; bench.py runs one per core.
+//
+//   curl_floor URL REQUESTS CONNECTIONS   (Authorization from $HUBCAST_SAS)
+// Prints one JSON line: requests, seconds, non201.
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static size_t discard(char *data, size_t size, size_t count, void *context) {
+    (void)data; (void)context;
+    return size * count;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: curl_floor URL REQUESTS CONNECTIONS\n");
+        return 2;
+    }
+    const char *url = argv[1];
+    long total = atol(argv[2]);
+    int connections = atoi(argv[3]);
+    if (total <= 0 || connections <= 0) {
+        fprintf(stderr, "curl_floor: REQUESTS and CONNECTIONS must be positive\n");
+        return 2;
+    }
+    const char *sas = getenv("HUBCAST_SAS");
+    char authorization[1024];
+    snprintf(authorization, sizeof authorization, "Authorization: %s", sas ? sas : "none");
+    static const char body[] = "{\"messageParam\":\"Breaking World News : Earthquake of magnitude 6.1 strikes off the coast\","
+                               "\"headline\":\"Earthquake of magnitude 6.1 strikes off the coast\",\"category\":\"World\",\"id\":\"bench-0001\"}";
+
+    curl_global_init(CURL_GLOBAL_ALL);
+    CURLM *multi = curl_multi_init();
+    struct curl_slist *headers = NULL;
+    headers = curl_slist_append(headers, "Content-Type: application/json;charset=utf-8");
+    headers = curl_slist_append(headers, "ServiceBusNotification-Format: template");
+    headers = curl_slist_append(headers, "ServiceBusNotification-Tags: World");
+    headers = curl_slist_append(headers, "x-ms-version: 2020-06");
+    headers = curl_slist_append(headers, authorization);
+    headers = curl_slist_append(headers, "Expect:");
+
+    long started = 0, done = 0, non201 = 0;
+    for (int i = 0; i < connections && started < total; i++, started++) {
+        CURL *easy = curl_easy_init();
+        curl_easy_setopt(easy, CURLOPT_URL, url);
+        curl_easy_setopt(easy, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, (long)(sizeof body - 1));
+        curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+        curl_multi_add_handle(multi, easy);
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (done < total) {
+        int running, left;
+        curl_multi_perform(multi, &running);
+        CURLMsg *message;
+        while ((message = curl_multi_info_read(multi, &left))) {
+            if (message->msg != CURLMSG_DONE) continue;
+            CURL *easy = message->easy_handle;
+            long status = 0;
+            curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+            if (message->data.result != CURLE_OK || status != 201) non201++;
+            curl_multi_remove_handle(multi, easy);
+            done++;
+            if (started < total) {
+                curl_multi_add_handle(multi, easy);
+                started++;
+            } else {
+                curl_easy_cleanup(easy);
+            }
+        }
+        if (done < total) curl_multi_poll(multi, NULL, 0, 1000, NULL);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("{\"requests\": %ld, \"seconds\": %.3f, \"non201\": %ld}\n", total,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, non201);
+    curl_slist_free_all(headers);
+    curl_multi_cleanup(multi);
+    curl_global_cleanup();
+    return non201 == 0 ? 0 : 1;
+}
