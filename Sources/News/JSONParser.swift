@@ -155,14 +155,28 @@ public struct JSONParser {
             index += 1
         }
         guard let stop = current else { throw error("unterminated string") }
-        var utf8 = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
-        if stop == UInt8(ascii: "\\") {
-            try parseEscapedTail(into: &utf8)
+        let run = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+        guard stop == UInt8(ascii: "\\") else {
+            index += 1
+            return try Self.validated(run.assumingMemoryBound(to: UInt8.self), at: start)
         }
+        var utf8 = [UInt8](run)
+        try parseEscapedTail(into: &utf8)
         index += 1
-        guard let string = String(validating: utf8, as: UTF8.self) else {
-            throw SyntaxError(offset: start, reason: "string is not valid UTF-8")
+        let result: Result<String, SyntaxError> = utf8.withUnsafeBufferPointer { buffer in
+            do throws(SyntaxError) { return .success(try Self.validated(buffer, at: start)) } catch { return .failure(error) }
         }
+        return try result.get()
+    }
+
+    /// The string these bytes spell if they are UTF-8. Decoding replaces what is not UTF-8 with
+    /// U+FFFD, so a string whose bytes differ from the input's was repaired: refused. Straight from
+    /// the message's buffer, where `String(validating:)` wanted a copy in an array and looked up
+    /// generic metadata for every string of every item.
+    static func validated(_ utf8: UnsafeBufferPointer<UInt8>, at offset: Int) throws(SyntaxError) -> String {
+        let string = String(decoding: utf8, as: UTF8.self)
+        let unchanged = string.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(utf8) } ?? string.utf8.elementsEqual(utf8)
+        guard unchanged else { throw SyntaxError(offset: offset, reason: "string is not valid UTF-8") }
         return string
     }
 

@@ -83,6 +83,21 @@ import Testing
         let bytes: [UInt8] = Array(#"{"id":"a","headline":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)
         #expect(throws: NewsItemError.self) { try decoder.decode(bytes) }
     }
+
+    /// Strings are decoded with repair and refused if the repair changed a byte: these are the
+    /// sequences where a count of bytes would not show it (a truncated four-byte sequence becomes
+    /// one three-byte U+FFFD), an encoded surrogate, an overlong form and a lone continuation, with
+    /// and without an escape earlier in the string; and U+FFFD itself, which is valid.
+    @Test(arguments: [[0xF0, 0x9F, 0x98], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0x80], [0xE2, 0x82]] as [[UInt8]])
+    func repairedSequencesAreRefused(_ invalid: [UInt8]) throws {
+        for prefix in ["x", #"\n"#] {
+            let bytes = Array(#"{"id":"a","headline":"\#(prefix)"#.utf8) + invalid + Array(#"z"}"#.utf8)
+            #expect(throws: NewsItemError.self) { try decoder.decode(bytes) }
+            #expect(throws: JSONParser.SyntaxError.self) { try JSONParser.parse(Array(#"["\#(prefix)"#.utf8) + invalid + Array(#""]"#.utf8)) }
+        }
+        let valid = Array(#"{"id":"a","headline":"\#u{FFFD} caf\#u{E9} \#u{1F30D}"}"#.utf8)
+        #expect(try decoder.decode(valid).headline == "\u{FFFD} caf\u{E9} \u{1F30D}")
+    }
 }
 
 @Suite struct CategoriesTests {

@@ -204,7 +204,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         case .abandoned:
             break
         }
-        return actions + settle(now: now)
+        return actions.isEmpty ? settle(now: now) : actions + settle(now: now)
     }
 
     /// A dead-letter write ended; `stored` false means the sink refused it after its retries.
@@ -298,14 +298,15 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     }
 
     private mutating func jobEnded(_ run: Running) {
-        guard !run.orphaned, let left = remaining[run.job.position] else { return }
+        // One look-up by index: a position hashes its topic's name, and this runs for every send.
+        guard !run.orphaned, let index = remaining.index(forKey: run.job.position) else { return }
         let position = run.job.position
-        if left > 1 {
-            remaining[position] = left - 1
+        if remaining.values[index] > 1 {
+            remaining.values[index] -= 1
             return
         }
-        remaining[position] = nil
-        if stuck.contains(position) { return }
+        remaining.remove(at: index)
+        if !stuck.isEmpty, stuck.contains(position) { return }
         tracker.finished(position.partition, offset: position.offset)
     }
 

@@ -27,7 +27,9 @@ public final class CurlTransport: Sendable {
         let transfer = Transfer(request: request)
         let loop = loops[Int(next.add(1, ordering: .relaxed).oldValue % UInt(loops.count))]
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            // Unsafe, not checked: `Transfer.finish` resumes exactly once, and the checked kind
+            // allocates a canary object per send.
+            await withUnsafeContinuation { continuation in
                 transfer.continuation = continuation
                 loop.submit(transfer)
             }
@@ -47,7 +49,7 @@ public final class CurlTransport: Sendable {
 /// One request on its way through the loop. Its fields belong to the loop thread once submitted.
 final class Transfer: @unchecked Sendable {
     let request: HTTPRequest
-    var continuation: CheckedContinuation<Result<HTTPResponse, TransportError>, Never>?
+    var continuation: UnsafeContinuation<Result<HTTPResponse, TransportError>, Never>?
     var easy: UnsafeMutableRawPointer?
     /// The loop's cached list of this request's headers, released when the transfer completes.
     var headerList: HeaderListCache.List?
