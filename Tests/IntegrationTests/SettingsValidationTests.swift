@@ -35,6 +35,14 @@ import TestSupport
                                                  environment: Self.hub)
         #expect(caFile.status == 2)
         #expect(caFile.stderr == "hubcast: --ca-file: \"/nonexistent/hub-ca.pem\" is not a readable file\n")
+        let threads = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "60", "--http-threads", "0"],
+                                                  environment: Self.hub)
+        #expect(threads.status == 2)
+        #expect(threads.stderr == "hubcast: --http-threads must be between 1 and 8, got 0\n")
+        let threadsVariable = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x"],
+                                                          environment: Self.hub.merging(["HUBCAST_HTTP_THREADS": "two"]) { $1 })
+        #expect(threadsVariable.status == 2)
+        #expect(threadsVariable.stderr == "hubcast: HUBCAST_HTTP_THREADS: \"two\" is not a whole number\n")
     }
 
     @Test func hubSettingsAreTrueOrFalseOnly() async throws {
