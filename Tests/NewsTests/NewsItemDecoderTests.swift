@@ -91,9 +91,12 @@ import Testing
     @Test(arguments: [[0xF0, 0x9F, 0x98], [0xED, 0xA0, 0x80], [0xC0, 0xAF], [0x80], [0xE2, 0x82]] as [[UInt8]])
     func repairedSequencesAreRefused(_ invalid: [UInt8]) throws {
         for prefix in ["x", #"\n"#] {
-            let bytes = Array(#"{"id":"a","headline":"\#(prefix)"#.utf8) + invalid + Array(#"z"}"#.utf8)
-            #expect(throws: NewsItemError.self) { try decoder.decode(bytes) }
-            #expect(throws: JSONParser.SyntaxError.self) { try JSONParser.parse(Array(#"["\#(prefix)"#.utf8) + invalid + Array(#""]"#.utf8)) }
+            // Followed by more text, and last before the closing quote.
+            for suffix in ["z", ""] {
+                let bytes = Array(#"{"id":"a","headline":"\#(prefix)"#.utf8) + invalid + Array(#"\#(suffix)"}"#.utf8)
+                #expect(throws: NewsItemError.self) { try decoder.decode(bytes) }
+                #expect(throws: JSONParser.SyntaxError.self) { try JSONParser.parse(Array(#"["\#(prefix)"#.utf8) + invalid + Array(#"\#(suffix)"]"#.utf8)) }
+            }
         }
         let valid = Array(#"{"id":"a","headline":"\#u{FFFD} caf\#u{E9} \#u{1F30D}"}"#.utf8)
         #expect(try decoder.decode(valid).headline == "\u{FFFD} caf\u{E9} \u{1F30D}")

@@ -116,9 +116,13 @@ final class CurlEventLoop: @unchecked Sendable {
         }
         for easy in idleHandles { curl_easy_cleanup(easy) }
         headerLists.freeAll()
-        curl_multi_cleanup(multi)
         finished.signal()
     }
+
+    // Not on the loop thread as it exits: a submitter that saw `polling` just before may still be
+    // about to call `curl_multi_wakeup`, and so may `stop` after it unlocks the inbox. Whoever
+    // calls either holds this object, so here nobody can.
+    deinit { curl_multi_cleanup(multi) }
 
     private static let cancelledError = TransportError(kind: .cancelled, code: Int32(CURLE_ABORTED_BY_CALLBACK.rawValue), message: "the request was cancelled")
 
