@@ -63,8 +63,7 @@ public struct JSONWriter: Sendable {
         var text = value < 0 && units != 0 ? "-" : ""
         text += String(units / divisor)
         if decimals > 0 {
-            let fraction = String(units % divisor)
-            text += "." + String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction
+            text += "." + String(zeroPadded: units % divisor, width: decimals)
         }
         raw(text.utf8)
     }

@@ -34,10 +34,7 @@ public enum CivilDate {
             let r = (a % b + b) % b
             return ((a - r) / b, r)
         }
-        func pad(_ n: Int, _ width: Int) -> String {
-            let digits = String(n)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
+        func pad(_ n: Int, _ width: Int) -> String { String(zeroPadded: n, width: width) }
         let (seconds, ms) = floorDiv(totalMs, 1000)
         let (days, second) = floorDiv(seconds, 86_400)
         let d = date(fromDays: days)

@@ -55,7 +55,6 @@ public enum LegibleText {
 
     /// At least four hex digits, as code points are usually written.
     private static func hex(_ scalar: Unicode.Scalar) -> String {
-        let digits = String(scalar.value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        String(zeroPadded: scalar.value, width: 4, radix: 16, uppercase: true)
     }
 }
