@@ -72,7 +72,9 @@ struct ReplayPreparer: RecordPreparer {
             for send in fresh { tally.example("\(record.itemID ?? "-") [\(record.reason)] → \(send.tagExpression): \(item.headline)") }
             return .done
         }
-        return .sends(fresh.map { ReplaySend(send: $0, record: record, item: item, category: category) })
+        let sends = fresh.map { ReplaySend(ticket: tally.nextTicket(), send: $0, record: record, item: item, category: category) }
+        tally.planned(sends)
+        return .sends(sends)
     }
 
     private func position(of message: KafkaMessage) -> String {
@@ -82,6 +84,8 @@ struct ReplayPreparer: RecordPreparer {
 
 /// One send a replay makes, with the record it came from.
 struct ReplaySend: Sendable {
+    /// This send's number in the replay, by which the tally knows it is still pending.
+    let ticket: Int
     let send: PlannedSend
     let record: ReplayRecord
     let item: NewsItem

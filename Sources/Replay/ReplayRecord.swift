@@ -3,6 +3,7 @@ import News
 /// A dead-letter record read back for replay (schemas/dead-letter.schema.json).
 public struct ReplayRecord: Sendable {
     public let reason: String
+    public let error: String
     public let status: Int?
     public let itemID: String?
     public let category: String?
@@ -36,6 +37,7 @@ public struct ReplayRecord: Sendable {
             throw Corrupt(description: "no RFC 3339 \"deadLetteredAt\"")
         }
         self.reason = reason
+        error = string("error") ?? ""
         if case .number(let n)? = o["status"] { status = Int(n) } else { status = nil }
         itemID = string("itemId")
         category = string("category")

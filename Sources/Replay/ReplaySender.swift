@@ -28,12 +28,12 @@ final class ReplaySender: Sender {
         guard let client else { return .abandoned }
         do {
             _ = try await client.sendTemplate(properties: work.send.properties, tagExpression: work.send.tagExpression)
-            tally.count { $0.sent += 1 }
+            tally.settled(work.ticket) { $0.sent += 1 }
             metrics.sent.increment()
             return .delivered
         } catch {
             if let notTheItems = PipelineEngine<ReplaySend>.Outcome(notTheItemsFault: error) { return notTheItems }
-            tally.count { $0.failed += 1 }
+            tally.settled(work.ticket) { $0.failed += 1 }
             metrics.failed.increment()
             let source = KafkaMessage(topic: work.record.sourceTopic, partition: work.record.sourcePartition,
                                       offset: work.record.sourceOffset, value: work.record.message)

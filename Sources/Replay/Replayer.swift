@@ -30,6 +30,9 @@ public final class Replayer: Service, Sendable {
         /// Kafka: stop once nothing arrived for this long.
         public var idle: Duration = .seconds(3)
         public var drainTimeout: Duration = .seconds(30)
+        /// How long the hub may refuse or fail to answer (credentials, TLS, no answer) before the
+        /// replay stops with what it has not sent; nil waits as long as it runs.
+        public var hubWait: Duration? = .seconds(60)
         public init(categories: Categories) { self.categories = categories }
     }
 
@@ -39,12 +42,19 @@ public final class Replayer: Service, Sendable {
     let tally: ReplayTally
     let pipeline: ReplayPipeline
     let report: @Sendable (String) -> Void
+    let deadLetters: (any DeadLetterSink)?
+    let dryRun: Bool
+    let hubWatch: HubWatch
 
     /// `report` receives problem lines and the progress line (stderr in the CLI).
     public init(source: Source, client: NotificationHubClient?, deadLetters: (any DeadLetterSink)?, configuration: Configuration,
                 metrics: PipelineMetrics, logger: Logger, report: @escaping @Sendable (String) -> Void) {
         self.source = source
         self.report = report
+        self.deadLetters = deadLetters
+        dryRun = configuration.dryRun
+        let hubWatch = HubWatch(limit: configuration.hubWait)
+        self.hubWatch = hubWatch
         tally = ReplayTally(maxExamples: configuration.examples)
         var records: any RecordSource = switch source {
         case .file(let reader, let totalLines): FileRecordSource(reader: reader, totalLines: totalLines)
@@ -62,10 +72,61 @@ public final class Replayer: Service, Sendable {
         pipeline = Pipeline(
             source: records, preparer: ReplayPreparer(configuration: configuration, tally: tally, metrics: metrics, report: report),
             sender: ReplaySender(client: client, tally: tally, metrics: metrics, logger: logger),
-            deadLetters: deadLetters ?? NoDeadLetterSink(), configuration: shell, metrics: metrics, logger: logger, clock: ContinuousClock())
+            deadLetters: deadLetters ?? NoDeadLetterSink(), configuration: shell, metrics: metrics,
+            observer: PipelineObserver(hubUnavailable: { hubWatch.unavailable($0) }, hubAvailable: { hubWatch.available() }),
+            logger: logger, clock: ContinuousClock())
+        let pipeline = self.pipeline
+        hubWatch.onLimit = { reason in
+            report("replay: the hub has been unavailable for longer than the hub wait (\(reason)): stopping")
+            pipeline.requestShutdown()
+        }
     }
 
     public var result: ReplayCounts { tally.result }
+
+    /// What a replay left undone, once it has run: the sends it planned and did not settle (held
+    /// by a hub outage, or cut by a signal), the records of a file it never read, and those of
+    /// both it carried to the dead-letter sink so a replay of that sink finishes the work.
+    public struct Unfinished: Sendable, Equatable {
+        public var held = 0
+        public var unread = 0
+        public var carried = 0
+        /// The hub's last failure while sends were held, if any.
+        public var hubProblem: String?
+        public var isEmpty: Bool { held == 0 && unread == 0 }
+    }
+
+    /// Counts what was not done and, for a file, writes it to the dead-letter sink: a file has no
+    /// group to remember a position, so the sink is where the rest of the work goes on.
+    public func finish() async -> Unfinished {
+        let pending = tally.pending
+        var unfinished = Unfinished(held: pending.count, hubProblem: hubWatch.lastProblem)
+        guard !dryRun, case .file(let reader, _) = source, let deadLetters else { return unfinished }
+        var carried: [DeadLetterRecord] = pending.map { DeadLetterRecord(carrying: $0.record, audience: $0.send.tagExpression) }
+        while true {
+            let lines = await reader.next(max: 1000)
+            if lines.isEmpty { break }
+            for line in lines where !line.bytes.isEmpty {
+                unfinished.unread += 1
+                do {
+                    let record = try ReplayRecord(json: line.bytes)
+                    carried.append(DeadLetterRecord(carrying: record, audience: record.audience))
+                } catch {
+                    report("replay: line \(line.number): corrupt dead-letter record (\(error)), not carried")
+                }
+            }
+        }
+        for record in carried {
+            do {
+                try await deadLetters.write(record)
+                unfinished.carried += 1
+            } catch {
+                report("replay: could not carry a record to the dead-letter sink: \(error)")
+            }
+        }
+        try? await deadLetters.flush()
+        return unfinished
+    }
     public var dryRunExamples: [String] { tally.dryRunExamples }
 
     public func run() async throws {
@@ -106,4 +167,16 @@ private struct NoDeadLetterSink: DeadLetterSink {
 
     func write(_ record: DeadLetterRecord) async throws { throw NotConfigured() }
     func flush() async throws {}
+}
+
+extension DeadLetterRecord {
+    /// A record read for replay and not sent, written again as it was (reason, error, attempts,
+    /// source, time), so filters select it as before.
+    init(carrying record: ReplayRecord, audience: String?) {
+        self.init(reason: record.reason, error: record.error, status: record.status, attempts: record.attempts, message: record.message,
+                  itemID: record.itemID, category: record.category, audience: audience,
+                  source: KafkaMessage(topic: record.sourceTopic, partition: record.sourcePartition, offset: record.sourceOffset,
+                                       value: record.message),
+                  deadLetteredAt: record.deadLetteredAt)
+    }
 }

@@ -270,4 +270,43 @@ import Testing
         #expect(done.hubAvailable == 1)
         #expect(done.sends.count == 10)
     }
+
+    /// One dropped connection among answered sends is the network's blip: the hub stays available,
+    /// nothing pauses, and the send that got no answer goes again at once.
+    @Test func aDroppedConnectionAmongAnsweredSendsChangesNothing() {
+        var e = engine()
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        done.add(e.sendFinished(done.id(of: "s0")!, .delivered, now: .milliseconds(100)))
+        done.add(e.attemptGotNoAnswer(reason: "transport: connection reset", now: .milliseconds(150)))
+        #expect(e.hub == .available)
+        let started = done.sends.count
+        done.add(e.sendFinished(done.id(of: "s1")!, .hubUnavailable(reason: "transport: connection reset", noAnswer: true), now: .milliseconds(200)))
+        #expect(e.hub == .available && done.hubUnavailable == 0, "one unanswered send among answered ones paused the hub")
+        #expect(done.sends.count == started + 1 && done.sends.last?.send == "s1", "the unanswered send goes again, first")
+        // A refusal the hub did answer (401 after a fresh token) is its state, whatever others got.
+        done.add(e.sendFinished(done.id(of: "s2")!, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .milliseconds(300)))
+        #expect(e.hub == .unavailable(since: .milliseconds(300), reason: "unauthorized (HTTP 401)"))
+    }
+
+    /// A hub that never answered is unavailable once its silence has lasted the window, not at the
+    /// first unanswered attempt; one that answered and then fell silent, at the first one after.
+    @Test func silenceMakesTheHubUnavailableOnlyOnceItLastsTheWindow() {
+        var e = engine { $0.noAnswerWindow = .seconds(5) }
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        for second in [0, 1, 3] {
+            done.add(e.attemptGotNoAnswer(reason: "transport: connection refused", now: .seconds(second)))
+            #expect(e.hub == .available, "unavailable after \(second) s of silence")
+        }
+        done.add(e.sendFinished(done.id(of: "s0")!, .hubUnavailable(reason: "transport: connection refused", noAnswer: true), now: .seconds(4)))
+        #expect(e.hub == .available)
+        done.add(e.attemptGotNoAnswer(reason: "transport: connection refused", now: .seconds(5)))
+        #expect(e.hub == .unavailable(since: .seconds(5), reason: "transport: connection refused") && done.hubUnavailable == 1)
+
+        done.add(e.sendFinished(done.id(of: "s1")!, .delivered, now: .seconds(6)))
+        #expect(e.hub == .available && done.hubAvailable == 1)
+        done.add(e.sendFinished(done.id(of: "s2")!, .hubUnavailable(reason: "timeout: no answer", noAnswer: true), now: .seconds(40)))
+        #expect(e.hub == .unavailable(since: .seconds(40), reason: "timeout: no answer"), "34 s of silence, then a send no attempt of which was answered")
+    }
 }

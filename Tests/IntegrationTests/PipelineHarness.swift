@@ -70,8 +70,11 @@ final class PipelineHarness: Sendable {
 
     /// `hubcast replay` with this harness's broker and hub.
     func replay(_ arguments: [String], timeout: Duration = .seconds(240)) async throws -> HubcastBinary.Result {
-        try await HubcastBinary.run(["replay", "--brokers", broker.bootstrap, "--hub", Self.hub, "--retry-base-ms", "10", "--metrics-interval", "1"]
-                                    + arguments, environment: environment, timeout: timeout)
+        try await HubcastBinary.run(replayArguments(arguments), environment: environment, timeout: timeout)
+    }
+
+    func replayArguments(_ arguments: [String]) -> [String] {
+        ["replay", "--brokers", broker.bootstrap, "--hub", Self.hub, "--retry-base-ms", "10", "--metrics-interval", "1"] + arguments
     }
 
     /// Sends the emulator accepted so far.
@@ -98,9 +101,18 @@ final class PipelineHarness: Sendable {
     }
 
     func startRun(_ extra: [String] = [], exitWhenIdle: Int? = 3) throws -> Background {
+        try start(runArguments(extra, exitWhenIdle: exitWhenIdle))
+    }
+
+    /// `hubcast replay` with this harness's broker and hub, in the background.
+    func startReplay(_ arguments: [String]) throws -> Background {
+        try start(replayArguments(arguments))
+    }
+
+    private func start(_ arguments: [String]) throws -> Background {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
-        process.arguments = runArguments(extra, exitWhenIdle: exitWhenIdle)
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

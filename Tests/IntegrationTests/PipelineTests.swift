@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import News
 import Testing
 import TestSupport
@@ -95,6 +96,43 @@ import TestSupport
         let lowest = try #require(rates.min(), "throttling never turned pacing on: \(lines.map { $0["paceRate"] ?? "-" })")
         #expect(rates.drop { $0 != lowest }.contains { $0 > lowest }, "the pace never recovered: \(rates)")
         #expect((lines.last?["throttled"] as? Int ?? 0) >= 20)
+    }
+
+    /// A network that drops one connection in ten is not a hub outage: every item is delivered, the
+    /// hub is never reported unavailable, and nothing is dead-lettered.
+    @Test func droppedConnectionsAreRetriedWithoutPausingTheHub() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await h.faults(#"{"dropConnection":0.1}"#)
+        try await h.produce(0..<2000)
+        let run = try await h.run(["--concurrency", "32"])
+        #expect(run.status == 0, "\(run.stderr.suffix(2000))")
+        #expect(Set(try await h.deliveries().map(\.headline)) == Set((0..<2000).map { "Headline \($0)" }))
+        let outages = run.stderr.components(separatedBy: "\n").filter { $0.contains("The hub is unavailable") }
+        #expect(outages.isEmpty, "\(outages.count) outages reported: \(outages.prefix(3))")
+        let lines = try PipelineHarness.metricsLines(run.stdout)
+        #expect(lines.allSatisfy { $0["hubAvailable"] as? Bool != false }, "hubAvailable turned false")
+        #expect(try h.deadLetters().isEmpty)
+        #expect((lines.last?["retried"] as? Int ?? 0) > 0, "no connection was dropped: the test proves nothing")
+    }
+
+    /// Two copies of one item in two partitions, read while the first is in flight (the hub takes
+    /// 300 ms to answer): the second waits for the first and is skipped, so each item goes out once.
+    @Test func aCopyInAnotherPartitionWaitsForTheSendInFlight() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await h.faults(#"{"latencyMs":300}"#)
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: h.broker.bootstrap)),
+                                         logger: KafkaTestKit.logger)
+        for n in 0..<10 {
+            let item = NewsItem(id: "item-\(n)", headline: "Headline \(n)", category: "World")
+            for partition: Int32 in [0, 1] { _ = try await producer.send(topic: "news.world", partition: partition, value: item.json) }
+        }
+        try await producer.close()
+        let run = try await h.run(["--concurrency", "32"])
+        #expect(run.status == 0, "\(run.stderr.suffix(2000))")
+        let headlines = try await h.deliveries().map(\.headline)
+        #expect(headlines.sorted() == (0..<10).map { "Headline \($0)" }.sorted(), "\(headlines.sorted())")
+        let final = try #require(try PipelineHarness.metricsLines(run.stdout).last)
+        #expect(final["duplicates"] as? Int == 10 && final["sent"] as? Int == 10, "\(final)")
     }
 
     @Test func sigtermDrainsAndExitsZeroThenASecondRunDeliversTheRest() async throws {

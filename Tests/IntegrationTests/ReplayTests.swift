@@ -97,7 +97,8 @@ import TestSupport
         try await h.waitForDeliveries(100)
         process.terminate()
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        // Records it had read and not sent are left uncommitted, and it says so with a non-zero exit.
+        #expect(process.terminationStatus == 1)
         let partial = try await h.deliveries().count
         #expect(partial < 400, "the replay finished before it was interrupted; the test proves nothing")
 
@@ -107,5 +108,61 @@ import TestSupport
         let all = try await h.deliveries()
         #expect(Set(all.map(\.headline)) == Set((0..<400).map { "Headline \($0)" }))
         #expect(all.count == 400, "\(all.count - 400) items were sent twice across the interruption")
+    }
+
+    /// A batch job fails fast on a hub it cannot use, as `run` does: credentials refused (2), a
+    /// certificate it does not trust (3); nothing is read, so nothing is lost.
+    @Test func aReplayChecksTheHubBeforeReadingAnything() async throws {
+        let h = try PipelineHarness(devices: 10)
+        try await failedRuns(h, count: 5, sink: "file:" + h.dlq.path, runs: 1)
+        let before = try String(contentsOf: h.dlq, encoding: .utf8)
+        let wrongKey = h.environment["HUBCAST_CONNECTION_STRING", default: ""]
+            .replacingOccurrences(of: "SharedAccessKey=", with: "SharedAccessKey=AAAA")
+        let refused = try await HubcastBinary.run(h.replayArguments(["--from", "file:" + h.dlq.path]),
+                                                  environment: ["HUBCAST_CONNECTION_STRING": wrongKey])
+        #expect(refused.status == 2 && refused.stderr.contains("refused the credentials"), "\(refused.status): \(refused.stderr.suffix(800))")
+
+        let nginx = try await NginxProcess(tls: true)
+        defer { nginx.stop() }
+        let untrusted = "Endpoint=sb://127.0.0.1:\(nginx.port)/;SharedAccessKeyName=k;SharedAccessKey=a2V5"
+        for command in [h.replayArguments(["--from", "file:" + h.dlq.path]), ["send", "--hub", PipelineHarness.hub, "--category", "World", "--headline", "x"]] {
+            let result = try await HubcastBinary.run(command, environment: ["HUBCAST_CONNECTION_STRING": untrusted])
+            #expect(result.status == 3, "\(command[0]): \(result.status): \(result.stdout.suffix(400)) \(result.stderr.suffix(800))")
+        }
+        #expect(try String(contentsOf: h.dlq, encoding: .utf8) == before, "the records to replay changed")
+        #expect(try await h.acceptedSends() == 0)
+    }
+
+    /// A hub lost once the replay runs: after --hub-wait it stops, exits 1 and names what it did not
+    /// send; from a file, those records (held, and never read) go to --dlq as they were. A replay
+    /// stopped by SIGTERM while held does the same. Replaying the result sends each item once.
+    @Test func whatAReplayCouldNotSendIsLeftToReplayOnce() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await failedRuns(h, count: 60, sink: "file:" + h.dlq.path)   // 120 records, 60 distinct sends
+        let carried = h.dlq.path + ".held", carriedAgain = h.dlq.path + ".held-again"
+        defer { for path in [carried, carriedAgain] { try? FileManager.default.removeItem(atPath: path) } }
+        // Every send refused: the hub's fault, so the sends are held and nothing is dead-lettered.
+        try await h.faults(#"{"status":401}"#)
+
+        let waited = try await h.replay(["--from", "file:" + h.dlq.path, "--dlq", "file:" + carried, "--skip-hub-check",
+                                         "--hub-wait", "2", "--concurrency", "4"])
+        #expect(waited.status == 1, "\(waited.stderr.suffix(1500))")
+        #expect(waited.stderr.contains("replay: not sent: held ") && waited.stderr.contains("written to file:\(carried)"), "\(waited.stderr.suffix(1500))")
+        let firstCarry = try String(contentsOfFile: carried, encoding: .utf8).split(separator: "\n")
+        #expect(firstCarry.count >= 60, "\(firstCarry.count) records carried")
+
+        let replay = try h.startReplay(["--from", "file:" + carried, "--dlq", "file:" + carriedAgain, "--skip-hub-check", "--hub-wait", "0"])
+        let held = await replay.stderr.line { $0.contains("The hub is unavailable") }
+        #expect(held != nil, "the replay never reported the hub unavailable")
+        replay.process.terminate()
+        let stopped = await replay.finish()
+        #expect(stopped.status == 1 && stopped.stderr.contains("replay: not sent: held "), "\(stopped.status): \(stopped.stderr.suffix(1500))")
+        #expect(try await h.acceptedSends() == 0)
+
+        try await h.clearFaults()
+        let finished = try await h.replay(["--from", "file:" + carriedAgain])
+        #expect(finished.status == 0, "\(finished.stderr.suffix(1500))")
+        let delivered = try await h.deliveries().map(\.headline)
+        #expect(delivered.sorted() == (0..<60).map { "Headline \($0)" }.sorted(), "\(delivered.count) deliveries")
     }
 }

@@ -175,6 +175,36 @@ import TestSupport
         #expect(server.requests[0].header("Authorization") != server.requests[1].header("Authorization"))
     }
 
+    /// The hub's error text reaches the user as the service wrote it: `token's`, not `token&apos;s`.
+    @Test func errorDetailIsDecodedAsXML() async throws {
+        let server = try ScriptedHTTPServer { _, _ in
+            .init(status: 401, body: "<Error><Code>401</Code><Detail>MalformedToken: not in the token&apos;s format &#x2014; &lt;see&gt; &amp;amp;</Detail></Error>")
+        }
+        let hub = try client(server)
+        let error = await failure { () throws(SendFailure) in try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        #expect(error?.message == "MalformedToken: not in the token's format \u{2014} <see> &amp;", "\(error?.message ?? "no error")")
+    }
+
+    @Test func xmlReferencesDecodeInOnePassAndOddOnesStayAsWritten() {
+        let cases: [(String, String)] = [
+            ("token&apos;s", "token's"), ("&#39;&#x27;&#X27;", "''&#X27;"), ("&amp;lt;", "&lt;"), ("&lt;&gt;&quot;&amp;", "<>\"&"),
+            ("&#128512;&#x1F600;", "\u{1F600}\u{1F600}"), ("&#xD800;&#0;&#xFFFE;&#x110000;", "&#xD800;&#0;&#xFFFE;&#x110000;"),
+            ("&nbsp; & &; &#; &#x; &#12a; a&b", "&nbsp; & &; &#; &#x; &#12a; a&b"), ("&#9;&#10;&#13;", "\t\n\r"),
+            ("&#99999999999999999999;", "&#99999999999999999999;"), ("no references", "no references"), ("&&amp;", "&&"),
+        ]
+        for (written, decoded) in cases {
+            #expect(XMLText.unescape(written) == decoded, "\(written)")
+        }
+        // Whatever escape writes, unescape reads back.
+        var generator = SeededGenerator(seed: 7)
+        let alphabet: [Character] = ["&", "<", ">", "'", "\"", ";", "#", "x", "a", "\u{E9}", "\u{1F600}"]
+        for _ in 0..<2000 {
+            let text = String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
+            #expect(XMLText.unescape(XMLText.escape(text)) == text, "\(text)")
+        }
+        #expect(XMLText.text(of: "Detail", in: "<Error><Detail>a &amp; <![CDATA[&amp; raw]]> b</Detail></Error>") == "a & &amp; raw b")
+    }
+
     @Test func invalidTagExpressionNeverReachesTheNetwork() async throws {
         let server = try ScriptedHTTPServer { _, _ in Self.created }
         let hub = try client(server)

@@ -192,10 +192,11 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 observer.hubUnavailable(reason)
                 logger.error("The hub is unavailable: sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it",
                              metadata: ["reason": "\(reason)", "forSeconds": "\((now() - since).components.seconds)"])
-            case .reportHubAvailable(let after):
+            case .reportHubAvailable(let after, let heldSends, let failedProbes):
                 metrics.hubAvailable.set(1)
                 observer.hubAvailable()
-                logger.info("The hub is available again", metadata: ["afterSeconds": "\(after.components.seconds)"])
+                logger.info("The hub is available again", metadata: ["afterSeconds": "\(after.components.seconds)",
+                                                                    "heldSends": "\(heldSends)", "failedProbes": "\(failedProbes)"])
             case .cancelInFlight:
                 logger.warning("Abandoning unfinished sends; they are read again later",
                                metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])

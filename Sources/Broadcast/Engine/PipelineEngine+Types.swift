@@ -34,6 +34,10 @@ extension PipelineEngine {
         public var probeInterval: Duration = .seconds(2)
         /// While the hub is unavailable, how often that is reported.
         public var hubReportInterval: Duration = .seconds(60)
+        /// How long the hub must have answered nothing before sends it did not answer make it
+        /// unavailable: a dropped connection among answered sends is the network's blip (the send
+        /// goes again), not an outage that should pause every send.
+        public var noAnswerWindow: Duration = .seconds(5)
         /// Stop once the source has been idle this long with nothing in flight (demo, tests); nil: never.
         public var stopWhenIdle: Duration?
 
@@ -71,7 +75,9 @@ extension PipelineEngine {
         /// The item's fault (400, 404, 413, retries exhausted on 5xx): dead-letter it.
         case failed(DeadLetterRecord)
         /// The hub's fault (credentials refused, TLS, DNS, no answer): hold the send, pause, probe.
-        case hubUnavailable(reason: String)
+        /// `noAnswer`: every attempt went unanswered (connection dropped or refused, timed out),
+        /// which says something of the hub only if other sends got no answer either.
+        case hubUnavailable(reason: String, noAnswer: Bool = false)
         /// Throttled (429, quota 403): the hub's pacing pauses, the send goes again; never dead-lettered.
         case throttled(retryAfter: Duration?)
         /// Cancelled at shutdown: unfinished, read again later.
@@ -89,7 +95,8 @@ extension PipelineEngine {
         /// Commit these synchronously, then let the revoked partitions go.
         case completeRevoke(RevokeID, commit: [TopicPartitionOffset])
         case reportHubUnavailable(reason: String, since: Duration)
-        case reportHubAvailable(after: Duration)
+        /// The hub answered again; `heldSends` were waiting for it, `failedProbes` had found it still down.
+        case reportHubAvailable(after: Duration, heldSends: Int, failedProbes: Int)
         /// Cancel every job still running (their outcomes no longer matter).
         case cancelInFlight
         /// Flush the dead-letter sink, commit these offsets, and stop.

@@ -63,6 +63,10 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     private var nextCommitAt: Duration = .zero
     private var nextProbeAt: Duration = .zero
     private var lastHubReportAt: Duration = .zero
+    /// When the hub last answered anything (a send accepted, refused or throttled), or, before it
+    /// ever did, when the first attempt went unanswered: the start of its silence.
+    private var lastAnswerAt: Duration?
+    private var failedProbes = 0
     private var lastActivityAt: Duration?
 
     public init(configuration: Configuration) {
@@ -176,18 +180,25 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         var actions: [Action] = []
         switch outcome {
         case .delivered:
+            lastAnswerAt = now
             pacer.accepted(now: now)
             if case .unavailable(let since, _) = hub {
                 hub = .available
-                actions.append(.reportHubAvailable(after: now - since))
+                actions.append(.reportHubAvailable(after: now - since, heldSends: heldQueue.count, failedProbes: failedProbes))
+                failedProbes = 0
             }
             jobEnded(run)
         case .failed(let deadLetter):
+            if deadLetter.status != nil { lastAnswerAt = now }
             guard !run.orphaned else { break }
             // The send's slot passes to its dead-letter write; the record stays unfinished until stored.
             deadLetterQueue.append(Job(id: run.job.id, position: run.job.position, kind: .deadLetter(deadLetter)))
-        case .hubUnavailable(let reason):
+        case .hubUnavailable(let reason, let noAnswer):
+            if run.isProbe { failedProbes += 1 }
             switch hub {
+            case .available where noAnswer && !silentLongEnough(now: now):
+                // Others are answered: this send goes again, first in line, and nothing pauses.
+                break
             case .available:
                 hub = .unavailable(since: now, reason: reason)
                 lastHubReportAt = now
@@ -198,6 +209,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             nextProbeAt = now + configuration.probeInterval
             hold(run)
         case .throttled(let retryAfter):
+            lastAnswerAt = now
             // The pacer pauses every send to the hub, and lowers its rate once per epoch.
             pacer.throttled(epoch: run.epoch, retryAfter: retryAfter, now: now)
             hold(run)
@@ -217,15 +229,24 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     }
 
     /// An attempt got no answer while its send still retries (each retry may take a whole request
-    /// timeout): treat the hub as unavailable now, rather than minutes later when every retry of
-    /// every send in flight has run out. The sends in flight go on; the first one delivered, or a
-    /// probe, makes it available again.
+    /// timeout): once the hub has answered nothing for `noAnswerWindow`, treat it as unavailable
+    /// now, rather than minutes later when every retry of every send in flight has run out. One
+    /// dropped connection among answered sends changes nothing. The sends in flight go on; the
+    /// first one delivered, or a probe, makes it available again.
     public mutating func attemptGotNoAnswer(reason: String, now: Duration) -> [Action] {
-        guard hub == .available else { return [] }
+        guard hub == .available, silentLongEnough(now: now) else { return [] }
         hub = .unavailable(since: now, reason: reason)
         lastHubReportAt = now
         nextProbeAt = now + configuration.probeInterval
         return [.reportHubUnavailable(reason: reason, since: now)]
+    }
+
+    /// Whether the hub has answered nothing for the no-answer window (its silence starts at the
+    /// first unanswered attempt if it never answered).
+    private mutating func silentLongEnough(now: Duration) -> Bool {
+        let silentSince = lastAnswerAt ?? now
+        if lastAnswerAt == nil { lastAnswerAt = now }
+        return now - silentSince >= configuration.noAnswerWindow
     }
 
     public mutating func commitFinished(_ offsets: [TopicPartitionOffset], succeeded: Bool) {

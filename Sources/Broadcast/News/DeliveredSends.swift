@@ -1,21 +1,97 @@
 import Synchronization
 
-/// The (item, audience) pairs this process delivered recently, so that an item read again (a
-/// rebalance, a restart of the partition) does not go to the same audience twice. Marked on
-/// delivery, never before: an item whose send never started is not mistaken for a duplicate.
-/// An optimisation within one process, not a guarantee across instances.
+/// The (item, audience) pairs this process delivered recently, or is delivering now, so that an
+/// item read again (a rebalance, a restart of the partition, a copy in another partition) does not
+/// go to the same audience twice. Marked delivered on acceptance, never before: an item whose send
+/// never started is not mistaken for a duplicate. A pair already in flight makes a second copy
+/// wait for the first's outcome: skipped if it was accepted, sent if it failed. An optimisation
+/// within one process, not a guarantee across instances.
 public final class DeliveredSends: Sendable {
-    private let window: Mutex<RecentIDs<Int>>
+    /// What a send of a pair may do now.
+    public enum Claim: Sendable, Equatable {
+        /// Send it: nobody else is.
+        case send
+        /// The hub already accepted this pair.
+        case duplicate
+    }
+
+    private let state: Mutex<InFlightPairs>
 
     public init(capacity: Int) {
-        window = Mutex(RecentIDs(capacity: capacity))
+        state = Mutex(InFlightPairs(capacity: capacity))
     }
 
-    func delivered(_ key: Int) {
-        window.withLock { _ = $0.insert(key) }
-    }
-
+    /// Whether the pair was delivered (the preparer's check, before any send is planned).
     func contains(_ key: Int) -> Bool {
-        window.withLock { $0.contains(key) }
+        state.withLock { $0.delivered.contains(key) }
+    }
+
+    /// Claims the pair for one send; waits while another send of it is in flight. Every `.send`
+    /// must be followed by `finished`.
+    func claim(_ key: Int) async -> Claim {
+        // The common case takes the lock once and never suspends.
+        if let claim = state.withLock({ $0.claim(key) }) { return claim }
+        while true {
+            let outcome: InFlightPairs.Wake = await withCheckedContinuation { continuation in
+                if let claim = state.withLock({ $0.claim(key, orWait: continuation) }) {
+                    continuation.resume(returning: claim == .send ? .yourTurn : .accepted)
+                }
+            }
+            switch outcome {
+            case .accepted: return .duplicate
+            case .yourTurn: return .send
+            case .tryAgain: continue
+            }
+        }
+    }
+
+    /// Copies of the pair waiting for its send in flight (for tests, which wait on it instead of sleeping).
+    func waiting(_ key: Int) -> Int {
+        state.withLock { $0.waiting(key) }
+    }
+
+    /// The claimed send ended: accepted marks the pair delivered; either way, copies waiting on
+    /// it wake up (to skip, or for one of them to send).
+    func finished(_ key: Int, accepted: Bool) {
+        let waiters = state.withLock { $0.finished(key, accepted: accepted) }
+        for waiter in waiters { waiter.resume(returning: accepted ? .accepted : .tryAgain) }
+    }
+}
+
+/// The state behind `DeliveredSends`: a value whose methods say who to wake; the caller resumes
+/// them outside the lock.
+struct InFlightPairs {
+    enum Wake: Sendable { case accepted, yourTurn, tryAgain }
+
+    var delivered: RecentIDs<Int>
+    /// Pairs being sent now, and the copies waiting for each.
+    private var inFlight: [Int: [CheckedContinuation<Wake, Never>]] = [:]
+
+    init(capacity: Int) {
+        delivered = RecentIDs(capacity: capacity)
+    }
+
+    /// `.send` (now claimed), `.duplicate`, or nil when another send of the pair is in flight.
+    mutating func claim(_ key: Int) -> DeliveredSends.Claim? {
+        if delivered.contains(key) { return .duplicate }
+        if inFlight[key] != nil { return nil }
+        inFlight[key] = []
+        return .send
+    }
+
+    /// As `claim`, but a copy that must wait is queued with its continuation.
+    mutating func claim(_ key: Int, orWait continuation: CheckedContinuation<Wake, Never>) -> DeliveredSends.Claim? {
+        guard let claim = claim(key) else {
+            inFlight[key, default: []].append(continuation)
+            return nil
+        }
+        return claim
+    }
+
+    func waiting(_ key: Int) -> Int { inFlight[key]?.count ?? 0 }
+
+    mutating func finished(_ key: Int, accepted: Bool) -> [CheckedContinuation<Wake, Never>] {
+        if accepted { _ = delivered.insert(key) }
+        return inFlight.removeValue(forKey: key) ?? []
     }
 }

@@ -38,9 +38,14 @@ public final class HubSender: Sender {
     }
 
     public func deliver(_ send: NewsSend) async -> PipelineEngine<NewsSend>.Outcome {
+        // A copy of this (item, audience) from another partition may be in flight: wait for it.
+        if await delivered.claim(send.deliveryKey) == .duplicate {
+            metrics.duplicates.increment()
+            return .delivered
+        }
         do {
             let result = try await client.sendTemplate(properties: send.planned.properties, tagExpression: send.planned.tagExpression)
-            delivered.delivered(send.deliveryKey)
+            delivered.finished(send.deliveryKey, accepted: true)
             if let produced = send.source.timestampMs {
                 metrics.recordEndToEnd(category: send.category, milliseconds: max(0, Int64(clock() * 1000) - produced))
             }
@@ -51,6 +56,7 @@ public final class HubSender: Sender {
             metrics.sent.increment()
             return .delivered
         } catch {
+            delivered.finished(send.deliveryKey, accepted: false)
             // A throttled send goes again once the hub's pause is over: that is a retry too.
             metrics.retried.increment(by: max(0, error.attempts - 1) + (error.owner == .throttling ? 1 : 0))
             metrics.throttled.increment(by: error.throttledAttempts)
@@ -79,7 +85,7 @@ extension PipelineEngine.Outcome {
         switch error.owner {
         case .nobody: self = .abandoned
         case .throttling: self = .throttled(retryAfter: error.retryAfter)
-        case .hub: self = .hubUnavailable(reason: error.summary)
+        case .hub: self = .hubUnavailable(reason: error.summary, noAnswer: error.status == nil && (error.reason == .transport || error.reason == .timeout))
         case .item: return nil
         }
     }

@@ -194,12 +194,10 @@ public final class NotificationHubClient: Sendable {
                     firstAttemptAt: firstAttemptAt, lastAttemptAt: clock(), retryAfter: retryAfter)
     }
 
-    /// The `<Detail>` of NH's XML error body, else the body's start.
+    /// The `<Detail>` of NH's XML error body as the service wrote it (references decoded), else the body's start.
     static func errorDetail(_ body: [UInt8]) -> String {
         let text = String(decoding: body.prefix(2048), as: UTF8.self)
-        if let open = text.range(of: "<Detail>"), let close = text.range(of: "</Detail>", range: open.upperBound..<text.endIndex) {
-            return String(text[open.upperBound..<close.lowerBound])
-        }
+        if let detail = XMLText.text(of: "Detail", in: text) { return detail }
         return text.isEmpty ? "(empty body)" : String(text.prefix(300))
     }
 }

@@ -22,8 +22,13 @@ struct ReplayCommand: AsyncParsableCommand {
             its position and skipped. `invalid` records are re-sent only if the item now validates; expired items \
             are skipped unless --include-expired. The same (item id, audience) goes out at most once per replay. \
             Sends that fail again go to --dlq, never back to --from. From Kafka, replay uses its own consumer group \
-            and commits as it goes, so an interrupted replay resumes where it stopped. Progress on stderr; metrics \
-            JSON on stdout as with `run`. Exit 1 if any send failed again.
+            and commits as it goes, so an interrupted replay resumes where it stopped. The hub's credentials are \
+            checked first, as `run` does (exit 2 refused, 3 unreachable); a hub that fails once the replay runs is \
+            waited for at most --hub-wait seconds. Whatever was read and not sent (held, or cut short by a signal) \
+            is counted in the summary: from Kafka it is not committed, so the next replay reads it again; from a \
+            file it is written to --dlq with what was never read, so a replay of --dlq finishes the work. \
+            Progress on stderr; metrics JSON on stdout as with `run`. Exit 0 only if every record was sent or \
+            skipped; 1 if a send failed again or anything was left unsent.
             """
     )
 
@@ -74,6 +79,12 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds between metrics lines on stdout (default 10).", valueName: "seconds"))
     var metricsInterval: Int = 10
 
+    @Option(name: .long, help: ArgumentHelp("Seconds the hub may fail (credentials, TLS, no answer) before the replay stops with what it has not sent; 0 waits for as long as it runs (env HUBCAST_HUB_WAIT; default 60).", valueName: "seconds"))
+    var hubWait: Int?
+
+    @Flag(name: .long, help: "Skip the start-up check of the hub credentials (for a key without Listen rights) (env HUBCAST_SKIP_HUB_CHECK).")
+    var skipHubCheck = false
+
     func run() async throws {
         let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.replay")
@@ -88,6 +99,8 @@ struct ReplayCommand: AsyncParsableCommand {
             guard rate > 0 else { throw CLIError.usage("--rate must be above 0, got \(rate)") }
             config.rate = rate
         }
+        let wait = try settings.int(hubWait, "hub-wait", default: 60, range: 0...86_400)
+        config.hubWait = wait == 0 ? nil : .seconds(wait)
         let sinkSpec = dlq ?? (from.hasPrefix("file:") ? from + ".replay.jsonl" : from + ".replay")
         guard sinkSpec != from else { throw CLIError.usage("--dlq must differ from --from: failures never go back to the records being read") }
 
@@ -102,7 +115,9 @@ struct ReplayCommand: AsyncParsableCommand {
             var (hubConfig, transportConfig) = try hubOptions.configuration(settings)
             // The engine's pacer waits out throttling for the whole hub, as in `run`.
             hubConfig.retry.retriesThrottling = false
-            client = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
+            let hub = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
+            if !(try settings.bool(skipHubCheck, "skip-hub-check")) { try await HubCheck.verify(hub, timeout: try kafka.timeout(settings)) }
+            client = hub
             (sink, producer) = try PipelineOptions.sink(sinkSpec, kafka: kafkaConfig, logger: logger)
         }
         let replayer = Replayer(source: source, client: client, deadLetters: sink, configuration: config,
@@ -120,8 +135,10 @@ struct ReplayCommand: AsyncParsableCommand {
             print(dryRunReport(result, examples: replayer.dryRunExamples))
             return
         }
+        let unfinished = await replayer.finish()
         printer.printFinal(elapsed: ContinuousClock.now - started)
-        if result.failed > 0 { throw ExitCode.failure }
+        if !unfinished.isEmpty { FileHandle.standardError.write(Data((unfinishedReport(unfinished, sink: sinkSpec) + "\n").utf8)) }
+        if result.failed > 0 || !unfinished.isEmpty { throw ExitCode.failure }
     }
 
     private func makeSource(_ kafkaConfig: KafkaConfiguration, settings: Settings, logger: Logger) async throws -> Replayer.Source {
@@ -170,6 +187,17 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         f.statuses = statuses
         return f
+    }
+
+    /// What is left and where it is, for the operator who reruns the job.
+    private func unfinishedReport(_ u: Replayer.Unfinished, sink: String) -> String {
+        var parts = ["held \(u.held)" + (u.held > 0 ? " (\(u.hubProblem.map { LegibleText.sanitized($0) } ?? "stopped before they were sent"))" : "")]
+        if from.hasPrefix("file:") {
+            parts.append("unread \(u.unread)")
+            return "replay: not sent: " + parts.joined(separator: ", ")
+                + "; \(u.carried) record\(u.carried == 1 ? "" : "s") written to \(sink): replay --from \(sink) to send the rest"
+        }
+        return "replay: not sent: " + parts.joined(separator: ", ") + "; not committed: the next replay of \(from) reads them again"
     }
 
     private func dryRunReport(_ c: ReplayCounts, examples: [String]) -> String {

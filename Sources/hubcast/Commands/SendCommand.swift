@@ -13,7 +13,8 @@ struct SendCommand: AsyncParsableCommand {
             Builds the item from flags (--category and --headline, optionally --tag-expression or --users) or \
             takes it whole from --json, validates it, and sends it with the same template properties, retry \
             policy and SAS token cache as `hubcast run`. Prints one line per send (a long --users list is split \
-            into several) and exits 1 if any failed, 3 if the hub could not be reached at all.
+            into several), then, if any did not go out, how many and why. Nothing is dead-lettered: exit 1 if a \
+            send failed, 3 if the hub could not be reached at all, 2 for bad input or settings.
             """
     )
 
@@ -66,6 +67,9 @@ struct SendCommand: AsyncParsableCommand {
             }
         }
         if failures.isEmpty { return }
+        // A batch job's last line: how much did not go out, and why (the last failure's reason).
+        let last = failures[failures.count - 1]
+        print("not sent: \(failures.count) of \(sends.count) (\(last.reason.name): \(LegibleText.sanitized(last.message)))")
         if failures.allSatisfy({ $0.status == nil && [FailureReason.transport, .timeout, .tls].contains($0.reason) }) {
             throw CLIError.unreachable("could not reach the hub at \(hubConfig.connection.baseURL)")
         }
