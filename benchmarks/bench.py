@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """hubcast benchmarks, side by side in one run on one nginx sink on loopback; prints tables and the
-goals of issue 15 with PASS/MISS, writes benchmarks/results/latest.json (or --output).
+goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
 
 1. Ceiling: wrk (1 thread) POSTing hubcast's exact template send (lib/template-send.lua) to nginx
    `return 201` and to `hubcast emulator`; and the floor of libcurl, the HTTP library hubcast is built
@@ -35,7 +35,7 @@ PROGRAMS = ["hubcast", "go", "python"]
 WARM_UP_SECONDS = 5
 ID_IN_PAYLOAD = re.compile(r"Latency item (lat-\d+)")
 
-# The goals of issue 15.
+# The goals.
 GOAL_QUOTA_GOODPUT, GOAL_QUOTA_THROTTLED_PCT = 0.9, 5.0
 GOAL_VS_GO_RATE, GOAL_VS_GO_CPU, GOAL_VS_WRK = 1.5, 0.5, 0.6
 GOAL_E2E_P50_MS, GOAL_E2E_P99_MS, GOAL_RSS_MIB = 5.0, 15.0, 64.0
@@ -419,7 +419,7 @@ def merge_micro(path, output):
 
 
 def goals(result):
-    """[(goal, measured text, PASS/MISS/–)] for issue 15."""
+    """[(goal, measured text, PASS/MISS/–)]."""
     out = []
     verdict = lambda ok: "–" if ok is None else ("PASS" if ok else "MISS")
     for q in result.get("quota", {}).get("hubcast", []):
@@ -490,7 +490,7 @@ def print_tables(result):
         print(f"  emulator's log (accepted − Kafka timestamp, {lat['emulatorItems']} items): p50 {lat['emulatorP50Ms']} ms, p99 {lat['emulatorP99Ms']} ms")
     if result.get("memory"):
         print("\nMemory (hubcast peak RSS): " + ", ".join(f"{m['items']:,} → {m['peakRssMiB']} MiB" for m in result["memory"]))
-    print(f"\nGoals (issue 15), hubcast:")
+    print(f"\nGoals, hubcast:")
     for goal, measured, verdict in result["goals"]:
         print(f"  {verdict:<5} {goal:<58} {measured}")
 

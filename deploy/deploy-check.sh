@@ -7,6 +7,9 @@
 #   yamllint                  compose and Kubernetes YAML
 #   systemd-analyze           deploy/systemd/hubcast.service: verify, and its sandbox's exposure score
 #   consistency               stop deadlines above the drain timeout, in all three platforms
+#   docs-steps                docs/deploy.md's steps against the files: Secrets after their namespace and
+#                             before `apply -k`, with the names and keys the manifests read; the image
+#                             compose runs is the one the guide builds; systemd's files where they go
 # Usage: deploy/deploy-check.sh [--root DIR] [--only NAME]...   (DIR: a copy of deploy/, for the self-test)
 # The linters go into .build-deploycheck/venv (PyPI, pinned in deploy/check/requirements.txt).
 # Vendored schemas (deploy/check/schemas/): compose-spec.json is compose-spec/compose-spec's
@@ -114,6 +117,7 @@ run yamllint "$venv/bin/yamllint" --strict -c deploy/check/yamllint.yaml "$root/
 run systemd-verify systemd_verify "$root/systemd/hubcast.service"
 run systemd-security systemd_security "$root/systemd/hubcast.service"
 run consistency "$py" deploy/check/consistency.py "$root"
+run docs-steps "$py" deploy/check/docs_steps.py "$root"
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "deploy-check: failed: ${failed[*]}" >&2

@@ -14,6 +14,8 @@ packages=(
   openssl               # tests: a self-signed certificate for that TLS server
   curl                  # tests: raw HTTP against the emulator
   postgresql            # tests: the backend's PostgreSQL store, a server the tests start on loopback
+  iproute2              # tests: the README's steps run in a network namespace of their own (ip link)
+  util-linux            # tests: unshare, for that namespace
 )
 
 missing=()

@@ -7,7 +7,7 @@
 #                                the wheel's librdkafka, for LD_LIBRARY_PATH: Debian's 2.0.2 cannot
 #                                parse Tansu's ApiVersions reply. Same soname and ABI, no rebuild.
 # Safe to run again: it does nothing when everything is in place (and prints one line).
-# See ../shared/design/KAFKA_TESTING.md.
+# Why Tansu: it coordinates consumer groups as a real Kafka cluster does (librdkafka's mock cluster does not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -45,10 +45,10 @@ public struct DemoSummary: Sendable {
         }
         lines.append("")
         if backend.succeeded {
-            lines.append("backend (seeds 001–003): \(DemoBackendStep.reader) registered a device over HTTP (Basic, bcrypt), got a personal "
+            lines.append("backend: \(DemoBackendStep.reader) registered a device over HTTP (Basic, bcrypt), got a personal "
                          + "notification from \(DemoBackendStep.newsdesk) and fetched secure payload \(backend.secureID ?? "-") with their own credentials")
         } else {
-            lines.append("backend (seeds 001–003): FAILED: \(backend.problem ?? "the secure payload was not returned")")
+            lines.append("backend: FAILED: \(backend.problem ?? "the secure payload was not returned")")
         }
         let seconds = elapsed.inSeconds
         lines.append("sent \(metrics.counter("hubcast_sent")), failed \(metrics.counter("hubcast_failed")), invalid \(metrics.counter("hubcast_invalid")) (dead-lettered \(metrics.counter("hubcast_dead_lettered"))), expired \(metrics.counter("hubcast_expired")) (skipped)")

@@ -13,9 +13,10 @@ missed=()
 # expect_failure CHECK FILE SED-EXPRESSION DESCRIPTION
 expect_failure() {
   local check=$1 file=$2 expression=$3 description=$4 copy=$scratch/deploy
-  rm -rf "$copy"
-  mkdir -p "$copy"
+  rm -rf "$copy" "$scratch/docs"
+  mkdir -p "$copy" "$scratch/docs"
   cp -r deploy/Dockerfile deploy/compose.yaml deploy/k8s deploy/systemd "$copy/"
+  cp docs/deploy.md "$scratch/docs/"
   sed -i -e "$expression" "$copy/$file"
   if cmp -s "deploy/$file" "$copy/$file"; then
     echo "self-test: $description: the edit changed nothing (fix the case)" >&2
@@ -55,6 +56,12 @@ expect_failure systemd-security systemd/hubcast.service \
   "a unit without its sandbox"
 expect_failure consistency k8s/run-deployment.yaml \
   's/terminationGracePeriodSeconds: 45/terminationGracePeriodSeconds: 30/' "a grace period no longer than the drain"
+# FILE paths are relative to the copy of deploy/; the guide is beside it, as in the repository.
+expect_failure docs-steps ../docs/deploy.md \
+  '/^kubectl apply -f deploy\/k8s\/namespace.yaml$/d; /^kubectl apply -k deploy\/k8s$/i kubectl apply -f deploy/k8s/namespace.yaml' \
+  "the guide creates the Secrets before their namespace"
+expect_failure docs-steps ../docs/deploy.md 's/--from-file=users=/--from-file=userlist=/' "the guide's Secret lacks a key the backend reads"
+expect_failure docs-steps ../docs/deploy.md 's/-t localhost\/hubcast:latest/-t hubcast/' "the guide builds an image compose does not run"
 
 if [ ${#missed[@]} -gt 0 ]; then
   echo "self-test: deploy-check missed: ${missed[*]}" >&2

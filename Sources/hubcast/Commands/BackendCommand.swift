@@ -8,11 +8,11 @@ import Newsroom
 import NotificationHubs
 import ServiceLifecycle
 
-/// `hubcast backend`: the app backend of seeds 001–003.
+/// `hubcast backend`: the app backend (seeds 001–003).
 struct BackendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backend",
-        abstract: "Run the app backend of seeds 001–003: device registration, notify a user, secure push.",
+        abstract: "Run the app backend: device registration, notify a user, secure push.",
         subcommands: [BackendServeCommand.self, BackendAddUserCommand.self],
         defaultSubcommand: BackendServeCommand.self
     )

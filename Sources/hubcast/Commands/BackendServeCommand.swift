@@ -58,7 +58,7 @@ struct BackendServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("PEM private key of --tls-cert-file (env HUBCAST_TLS_KEY_FILE).", valueName: "path"))
     var tlsKeyFile: String?
 
-    @Flag(name: .long, help: "Accept Basic over plain http from any address (only behind a TLS-terminating proxy).")
+    @Flag(name: .long, help: "Accept Basic over plain http from any address (only behind a TLS-terminating proxy) (env HUBCAST_ALLOW_PLAIN_HTTP).")
     var allowPlainHttp = false
 
     @Option(name: .long, help: ArgumentHelp("Comma-separated tags a client may register (env HUBCAST_ALLOWED_TAGS; default: the categories).", valueName: "list"))
@@ -88,7 +88,7 @@ struct BackendServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Consumer group that stores secure payloads published straight to Kafka (env HUBCAST_BACKEND_GROUP; default hubcast-backend).", valueName: "group"))
     var group: String?
 
-    @Flag(name: .long, help: "Do not consume the category topics (payloads then come only from POST /api/notifications).")
+    @Flag(name: .long, help: "Do not consume the category topics (payloads then come only from POST /api/notifications) (env HUBCAST_NO_CONSUMER).")
     var noConsumer = false
 
     func run() async throws {

@@ -34,7 +34,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("hub"), help: ArgumentHelp("A hub that exists (repeatable); without any, every hub name is created on first use.", valueName: "name"))
     var hubs: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Simulated devices to pre-register, each with seed 000's template, some category tags and a username tag (default 0).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Simulated devices to pre-register, each with the breaking-news template, some category tags and a username tag (env HUBCAST_DEVICES; default 0).", valueName: "n"))
     var devices: Int?
 
     @Option(name: .long, help: ArgumentHelp("Hub that receives the simulated devices (default: the first --hub, else hubcast).", valueName: "name"))
@@ -43,10 +43,10 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seed of the simulated audience: the same seed gives the same devices (default 1).", valueName: "n"))
     var seed: UInt64 = 1
 
-    @Option(name: .long, help: ArgumentHelp("Rendered payloads kept per notification for /_emulator/deliveries (default 3).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Rendered payloads kept per notification for /_emulator/deliveries (env HUBCAST_SAMPLE_PAYLOADS; default 3).", valueName: "n"))
     var samplePayloads: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Notifications kept in the delivery log (default 100000).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Notifications kept in the delivery log (env HUBCAST_KEEP_DELIVERIES; default 100000).", valueName: "n"))
     var keepDeliveries: Int?
 
     @Option(name: .customLong("fault"), help: ArgumentHelp("A fault active from the start, as JSON, e.g. '{\"status\":429,\"rate\":0.3,\"retryAfter\":1}' (repeatable).", valueName: "json"))

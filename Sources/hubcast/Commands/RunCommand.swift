@@ -19,7 +19,7 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             Consumes the category topics in a consumer group, validates each item (invalid ones go to the \
             dead-letter sink, expired ones are counted and skipped), turns it into one or more template sends \
-            and runs them through a bounded, adaptive worker pool. Offsets are committed only below items that \
+            and runs them through a bounded worker pool paced to the hub's quota. Offsets are committed only below items that \
             are completely done (at-least-once). When the hub itself fails (credentials refused, TLS, no answer) \
             sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it. Metrics: one \
             JSON object per --metrics-interval on stdout and a final one at exit; logs on stderr. SIGTERM/SIGINT: stop \
@@ -36,7 +36,7 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var http: HTTPOptions
     @OptionGroup var legacyPrometheus: LegacyPrometheusOptions
 
-    @Flag(name: .long, help: "Skip the start-up check of the hub credentials (for a key without Listen rights).")
+    @Flag(name: .long, help: "Skip the start-up check of the hub credentials (for a key without Listen rights) (env HUBCAST_SKIP_HUB_CHECK).")
     var skipHubCheck = false
 
     func run() async throws {
@@ -70,7 +70,7 @@ struct RunCommand: AsyncParsableCommand {
         }
         let sender = PipelineService.sender(hub: hubConfig, transport: hubTransport, configuration: pipelineConfig,
                                             metrics: pipelineMetrics, logger: logger)
-        if !skipHubCheck { try await HubCheck.verify(sender.client, timeout: timeout) }
+        if !(try settings.bool(skipHubCheck, "skip-hub-check")) { try await HubCheck.verify(sender.client, timeout: timeout) }
 
         let (deadLetters, dlqProducer) = try pipelineOptions.deadLetterSink(settings, kafka: kafkaConfig, logger: logger)
         let health = HealthMonitor(configuration: HealthState.Configuration(consumes: true), pollTurns: { consumer.pollCount })

@@ -16,7 +16,7 @@ struct HubOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("CA bundle to verify the hub's certificate with (env HUBCAST_CA_FILE; default: the system's).", valueName: "path"))
     var caFile: String?
 
-    @Flag(name: .long, help: "Do not verify the hub's TLS certificate (test servers only; logged as a warning).")
+    @Flag(name: .long, help: "Do not verify the hub's TLS certificate (test servers only; logged as a warning) (env HUBCAST_INSECURE).")
     var insecure = false
 
     @Option(name: .long, help: ArgumentHelp("Seconds one HTTP attempt may take (env HUBCAST_REQUEST_TIMEOUT; default 30).", valueName: "seconds"))

@@ -41,13 +41,13 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Seconds between metrics lines on stdout (env HUBCAST_METRICS_INTERVAL; default 10).", valueName: "seconds"))
     var metricsInterval: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Item ids remembered to avoid duplicate sends in one process (env HUBCAST_DEDUPE_WINDOW; default 100000).", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("Sends (item id and audience) the hub accepted, remembered so this process does not send them again (env HUBCAST_DEDUPE_WINDOW; default 100000).", valueName: "n"))
     var dedupeWindow: Int?
 
     @Option(name: .long, help: ArgumentHelp("Largest message accepted, in bytes; larger ones are dead-lettered as invalid (env HUBCAST_MAX_MESSAGE_BYTES; default 65536).", valueName: "bytes"))
     var maxMessageBytes: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Exit once no message arrived for this many seconds and nothing is in flight (default: run until signalled).", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp("Exit once no message arrived for this many seconds and nothing is in flight (env HUBCAST_EXIT_WHEN_IDLE; default: run until signalled).", valueName: "seconds"))
     var exitWhenIdle: Int?
 
     func configuration(_ settings: Settings, categories: Categories) throws(CLIError) -> PipelineConfiguration {
