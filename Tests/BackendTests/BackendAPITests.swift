@@ -74,6 +74,25 @@ import Testing
         }
     }
 
+    /// Microsoft's sample Android clients send `fcm` (older ones `gcm`): both register as FCM v1,
+    /// template and tags as for `fcmv1`; repeated tags count once.
+    @Test func olderFCMPlatformNamesRegisterAsFCMv1() async throws {
+        let token = "dGVzdA:APA91b" + String(repeating: "x", count: 140)
+        try await withAPI { api, store, hub in
+            for name in ["fcm", "GCM", "fcmv1"] {
+                _ = try await api.createRegistrationID(caller: alice, handle: token)
+                let id = try #require(try await store.registrations(owner: "alice").last?.id)
+                let tags = Array(repeating: #""World""#, count: 200).joined(separator: ",")
+                let body = Array(#"{"Platform":"\#(name)","Handle":"\#(token)","Tags":[\#(tags)]}"#.utf8)
+                #expect(try await api.upsertRegistration(caller: alice, id: id, body: body).status == .ok, "\(name)")
+                let row = try #require(try await store.registration(id: id))
+                let registered = try #require(hub.state.withLock { $0.registrations[row.hubID] })
+                #expect(registered.platform == .fcmv1 && registered.template?.body == DevicePlatform.fcmv1.template.body, "\(name)")
+                #expect(registered.tags == ["World", "username:alice"] && row.platform == "fcmv1", "\(name)")
+            }
+        }
+    }
+
     @Test func audienceOfTagExpressionItems() async throws {
         try await withAPI { api, store, _ in
             _ = try await api.createRegistrationID(caller: alice, handle: handle)

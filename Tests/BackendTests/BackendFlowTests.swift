@@ -5,6 +5,22 @@ import TestSupport
 /// Seeds 001–003 end to end over HTTP: the real `hubcast backend`, the emulator as the hub, the dev
 /// broker, `hubcast run` carrying the backend's items to the hub; on SQLite and on PostgreSQL.
 @Suite(.serialized) struct BackendFlowTests {
+    /// Sends a PUT with a malformed chunked body over a raw socket; prints what came back.
+    static let rawRequest = #"""
+        import socket, sys, urllib.parse
+        url = urllib.parse.urlsplit(sys.argv[1])
+        request = (f"PUT {sys.argv[2]} HTTP/1.1\r\nHost: {url.hostname}\r\nAuthorization: {sys.argv[3]}\r\n"
+                   "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n")
+        with socket.create_connection((url.hostname, url.port), timeout=30) as connection:
+            connection.sendall(request.encode())
+            answer = b""
+            while not answer.startswith(b"HTTP/") or b"\r\n" not in answer:
+                data = connection.recv(4096)
+                if not data: break
+                answer += data
+        print(answer.decode(errors="replace"))
+        """#
+
     static let appleHandle = String(repeating: "AB12", count: 16)
 
     @Test(arguments: StoreKind.allCases)
@@ -154,6 +170,9 @@ import TestSupport
                                            body: #"{"Platform":"apns","Handle":""# + String(repeating: "A", count: 100_000) + #""}"#)
         #expect(oversize.status == 413)
         #expect(oversize.errorMessage != nil)
+        // A chunk size that is not hexadecimal is the request's framing, not its size: 400.
+        let framing = try await ChildProcess.run("python3", ["-c", Self.rawRequest, base, "/api/register/\(alicesID)", alice])
+        #expect(framing.stdout.hasPrefix("HTTP/1.1 400"), "\(framing.stdout.prefix(300)) \(framing.stderr)")
         let unknownRoute = try await HTTP.call("GET", base + "/api/nothing", auth: alice)
         #expect(unknownRoute.status == 404 && unknownRoute.errorMessage != nil)
 

@@ -53,6 +53,16 @@ import Testing
         #expect(!DevicePlatform.fcmv1.accepts(handle: "short"))
         #expect(DevicePlatform.wns.accepts(handle: "https://db5.notify.windows.com/?token=AwYAAAB"))
         #expect(!DevicePlatform.wns.accepts(handle: "https://evil.example/?x=.notify.windows.com"))
+        // Parsed as a URI, not matched as text: whatever a parser makes of these, they are not WNS hosts.
+        for hostile in [#"https://evil.test\@x.notify.windows.com/?token=x"#, "https://evil.test@x.notify.windows.com/?token=x",
+                        "https://user:pw@db5.notify.windows.com/?token=x", "http://db5.notify.windows.com/?token=x",
+                        "https://db5.notify.windows.com:8443/?token=x", "https://notify.windows.com.evil.test/?token=x",
+                        "https://db5.notify.windows.com\u{0}/?token=x", "https://db5%2Enotify.windows.com/?token=x"] {
+            #expect(!DevicePlatform.wns.accepts(handle: hostile), "\(hostile)")
+        }
+        #expect(DevicePlatform.wns.accepts(handle: "https://wns2-by3p.notify.windows.com/w/?token=BQYAAABx%2b"))
+        #expect(DevicePlatform(clientName: "FCM") == .fcmv1 && DevicePlatform(clientName: "gcm") == .fcmv1)
+        #expect(DevicePlatform(clientName: "apns") == .apns && DevicePlatform(clientName: "baidu") == nil)
     }
 
     @Test func windowsRegistrationsRoundTripThroughAtom() throws {

@@ -30,6 +30,10 @@ extension BackendAPI {
     func upsertRegistration(caller: Principal, id: String, body: [UInt8]) async throws -> Response {
         var owned = try await ownedRegistration(id: id, caller: caller)
         let request = try DeviceRegistrationRequest(body: body)
+        if let older = request.olderPlatformName, olderPlatformNames.first(older) {
+            logger.notice("A client registered with an older platform name: taken as fcmv1 (FCM tokens work with FCM v1)",
+                          metadata: ["platform": "\(older)"])
+        }
         guard request.platform.accepts(handle: request.handle) else {
             throw APIError.badRequest("Handle: not a valid \(request.platform.rawValue) device handle")
         }
@@ -89,9 +93,12 @@ extension BackendAPI {
     }
 }
 
-/// `{"Platform":"apns"|"fcmv1"|"wns","Handle":…,"Tags":[…]}` (seed 003's `DeviceRegistration`).
+/// `{"Platform":"apns"|"fcmv1"|"wns","Handle":…,"Tags":[…]}` (seed 003's `DeviceRegistration`);
+/// `fcm` and `gcm` as older sample clients send them.
 struct DeviceRegistrationRequest {
     let platform: DevicePlatform
+    /// The platform as the client named it, when that is an older name (for a log line).
+    let olderPlatformName: String?
     let handle: String
     let tags: [String]
 
@@ -103,8 +110,8 @@ struct DeviceRegistrationRequest {
         var members: [String: JSONValue] = [:]
         for (key, value) in object { members[key.lowercased()] = value }
         guard case .string(let platformName)? = members["platform"] else { throw .badRequest("Platform: missing or not a string") }
-        guard let platform = DevicePlatform(rawValue: platformName.lowercased()) else {
-            throw .badRequest("Platform: must be one of apns, fcmv1, wns")
+        guard let platform = DevicePlatform(clientName: platformName) else {
+            throw .badRequest("Platform: must be one of apns, fcmv1 (or fcm, gcm), wns")
         }
         guard case .string(let handle)? = members["handle"], !handle.isEmpty else { throw .badRequest("Handle: missing or not a string") }
         var tags: [String] = []
@@ -120,6 +127,7 @@ struct DeviceRegistrationRequest {
             throw .badRequest("Tags: must be an array of strings")
         }
         self.platform = platform
+        olderPlatformName = DevicePlatform(rawValue: platformName.lowercased()) == nil ? platformName.lowercased() : nil
         self.handle = handle
         self.tags = tags
     }

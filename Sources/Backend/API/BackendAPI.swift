@@ -6,6 +6,7 @@ import Logging
 import News
 import NIOCore
 import NotificationHubs
+import Synchronization
 
 /// The seeds' API (001 secure push, 002 register from the backend, 003 notify users), each call
 /// authenticated, each registration owned, each payload shown only to its audience.
@@ -40,6 +41,8 @@ public struct BackendAPI: Sendable {
     let tagPolicy: TagPolicy
     let logger: Logger
     let now: @Sendable () -> Int64
+    /// Older platform names clients sent (`fcm`, `gcm`), each logged once per process.
+    let olderPlatformNames = FirstSight()
 
     public init(configuration: Configuration, store: any BackendStore, hub: any DeviceHub, publisher: any ItemPublisher,
                 authenticator: Authenticator, logger: Logger, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
@@ -110,8 +113,11 @@ public struct BackendAPI: Sendable {
     func body(_ request: inout Request) async throws -> [UInt8] {
         do {
             return Array(buffer: try await request.collectBody(upTo: configuration.maxBodyBytes))
-        } catch {
+        } catch is NIOTooManyBytesError {
             throw APIError(.contentTooLarge, "request body larger than \(configuration.maxBodyBytes) bytes")
+        } catch {
+            // A malformed chunk size, a body cut short: the request's framing, not its size.
+            throw APIError.badRequest("the request body could not be read")
         }
     }
 
@@ -154,4 +160,11 @@ public struct BackendAPI: Sendable {
     static func handleHash(_ handle: String) -> String {
         SHA256.hash(data: Data(handle.utf8)).map { String(format: "%02x", $0) }.joined()
     }
+}
+
+/// Says whether a name is seen for the first time in this process: a log line once per name.
+final class FirstSight: Sendable {
+    private let seen = Mutex<Set<String>>([])
+
+    func first(_ name: String) -> Bool { seen.withLock { $0.insert(name).inserted } }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import News
 import NotificationHubs
 
@@ -21,8 +22,21 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
         }
     }
 
+    /// The platform a client names: the three names the hub's API uses, and the older names
+    /// Microsoft's sample Android clients still send, `fcm` and `gcm`, whose registration tokens
+    /// are FCM tokens (FCM v1 takes them).
+    public init?(clientName: String) {
+        switch clientName.lowercased() {
+        case "apns": self = .apns
+        case "fcmv1", "fcm", "gcm": self = .fcmv1
+        case "wns": self = .wns
+        default: return nil
+        }
+    }
+
     /// APNs: a 32-byte token as 64 hex digits (seed 003 sends it upper-case). FCM: the registration
-    /// token's alphabet and a sane length. WNS: an https channel URI on notify.windows.com.
+    /// token's alphabet and a sane length. WNS: a channel URI, parsed as one (RFC 3986): https, no
+    /// user information, a host under notify.windows.com.
     func accepts(handle: String) -> Bool {
         let utf8 = handle.utf8
         switch self {
@@ -31,9 +45,13 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
         case .fcmv1:
             return (32...4096).contains(utf8.count) && utf8.allSatisfy(Self.isFCMByte)
         case .wns:
-            guard utf8.count <= 2048, handle.hasPrefix("https://"), utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
-            let host = handle.dropFirst("https://".count).prefix { $0 != "/" && $0 != "?" }
-            return host.hasSuffix(".notify.windows.com")
+            // A parser reads `https://evil.test\@x.notify.windows.com/` as a host evil.test or refuses
+            // it; a suffix match on the text read it as WNS. Printable ASCII only, `\` never.
+            guard utf8.count <= 2048, utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }),
+                  let parts = URLComponents(string: handle), parts.scheme?.lowercased() == "https",
+                  parts.user == nil, parts.password == nil, parts.port == nil,
+                  let host = parts.percentEncodedHost?.lowercased(), host.hasSuffix(".notify.windows.com") else { return false }
+            return host.utf8.allSatisfy { Self.isHostByte($0) }
         }
     }
 
@@ -43,6 +61,13 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
     private static func isHex(_ b: UInt8) -> Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(b)
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(b)
+    }
+
+    private static func isHostByte(_ b: UInt8) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."): true
+        default: false
+        }
     }
 
     private static func isFCMByte(_ b: UInt8) -> Bool {
@@ -66,10 +91,11 @@ public struct TagPolicy: Sendable {
 
     /// The tags to register: the client's (deduplicated, checked) plus `username:<owner>`.
     func tags(from client: [String], owner: String) throws(APIError) -> [String] {
-        guard client.count <= Self.maxClientTags else { throw .badRequest("Tags: at most \(Self.maxClientTags) tags") }
         var seen = Set<String>()
         var tags: [String] = []
         for tag in client where seen.insert(tag).inserted {
+            // Counted as distinct tags: a client repeating one tag asks for it once.
+            guard tags.count < Self.maxClientTags else { throw .badRequest("Tags: at most \(Self.maxClientTags) distinct tags") }
             guard TagSyntax.isTag(tag) else { throw .badRequest("Tags: \(LegibleText.quoted(tag)) is not a Notification Hubs tag") }
             guard allowed.contains(tag) else {
                 throw .forbidden("Tags: \(LegibleText.quoted(tag)) may not be set by a client (allowed: \(allowed.sorted().joined(separator: ", ")))")
