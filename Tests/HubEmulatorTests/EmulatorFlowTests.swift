@@ -77,6 +77,22 @@ import TestSupport
         #expect(try await live.deliveries().last?["matched"] as? Int == 0)
     }
 
+    /// A send to `$InstallationId:{…}` reaches that installation alone; `$UserId:{…}` every
+    /// installation of that user.
+    @Test func systemTagsReachTheirInstallations() async throws {
+        let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 10 })
+        let client = try live.client()
+        let template = ["alert": Installation.Template(body: #"{"aps":{"alert":"$(messageParam)"}}"#)]
+        for (id, user) in [("inst-a1", "alice"), ("inst-a2", "alice"), ("inst-b1", "bob")] {
+            try await client.upsertInstallation(Installation(installationId: id, platform: "apns", pushChannel: "abc", tags: ["World"],
+                                                             templates: template, userId: user))
+        }
+        _ = try await client.sendTemplate(properties: [("messageParam", "one")], tagExpression: "$InstallationId:{inst-a1}")
+        _ = try await client.sendTemplate(properties: [("messageParam", "users")], tagExpression: "$UserId:{alice}")
+        let records = try await live.deliveries()
+        #expect(records.map { $0["matched"] as? Int } == [1, 2], "\(records)")
+    }
+
     @Test func limitsBadTokensAndRightsAreRefusedAsNHDoes() async throws {
         let live = try await LiveEmulator()
         let client = try live.client(attempts: 1)

@@ -25,6 +25,20 @@ import TestSupport
         #expect(body == #"{"messageParam":"Breaking Science News : Comet seen","headline":"Comet seen","category":"Science","id":"c1"}"#)
     }
 
+    /// The hub's system tags name one installation (or one user's): `send` takes them; other `$`
+    /// tags are reserved and refused before any request.
+    @Test func systemTagsAreAnAudience() async throws {
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201) }
+        let one = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--tag-expression", "$InstallationId:{inst-a1}"],
+                                              environment: Self.environment(port: server.port))
+        #expect(one.status == 0, "\(one.stdout) \(one.stderr)")
+        #expect(server.requests.first?.header("ServiceBusNotification-Tags") == "$InstallationId:{inst-a1}")
+        let reserved = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--tag-expression", "$Other:{x}"],
+                                                   environment: Self.environment(port: server.port))
+        #expect(reserved.status == 2 && reserved.stderr.contains("other $ tags are reserved"), "\(reserved.stderr)")
+        #expect(server.requests.count == 1)
+    }
+
     @Test func failedSendExits1AndUnreachableHubExits3() async throws {
         let server = try ScriptedHTTPServer { _, _ in .init(status: 404, body: "<Error><Code>404</Code><Detail>Hub not found</Detail></Error>") }
         let failed = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x"], environment: Self.environment(port: server.port))

@@ -10,6 +10,16 @@ import Testing
         #expect(try TagExpression(parsing: "username:alice").tags == ["username:alice"])
     }
 
+    /// The tags the hub gives installations parse wherever expressions do, and match as tags.
+    @Test func systemTagsAreTags() throws {
+        let e = try TagExpression(parsing: "$InstallationId:{inst-a1} || ($UserId:{alice@example.com=1} && !World)")
+        #expect(e == .or([.tag("$InstallationId:{inst-a1}"), .and([.tag("$UserId:{alice@example.com=1}"), .not(.tag("World"))])]))
+        #expect(e.matches(["$InstallationId:{inst-a1}"]) && !e.matches(["$InstallationId:{inst-a2}"]))
+        #expect(try TagExpression(parsing: e.description) == e)
+        #expect(TagSyntax.isSystemTag("$InstallationId:{0f8fad5b-d9cb-469f-a165-70867728950e}"))
+        #expect(!TagSyntax.isSystemTag("$InstallationId:{x}y") && !TagSyntax.isSystemTag("$UserId:{" + String(repeating: "a", count: 257) + "}"))
+    }
+
     @Test func evaluatesAgainstDeviceTags() throws {
         let e = try TagExpression(parsing: "(World || Business) && !Sports")
         #expect(e.matches(["World"]))
@@ -24,7 +34,12 @@ import Testing
         ("World & Politics", "tag expression: unexpected '&' at column 7"),
         ("(World || Sports", "tag expression: ')' expected at column 17"),
         ("World News", "tag expression: unexpected 'N' at column 7"),
-        ("World || $x", "tag expression: a tag is expected, found '$' at column 10"),
+        ("World || $x", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 10"),
+        ("$Other:{x}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
+        ("$InstallationId:{}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
+        ("$InstallationId:{a b}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
+        ("$installationid:{a}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
+        ("World && $UserId:{alice", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 10"),
     ])
     func invalidExpressionsPointAtTheProblem(text: String, message: String) {
         #expect(throws: TagExpression.Invalid.self) { try TagExpression(parsing: text) }

@@ -63,7 +63,9 @@ final class HubStore: Sendable {
             templates.append((name, try CompiledTemplate(body: template.body), Set(template.tags ?? [])))
         }
         let owner = "i:" + installation.installationId
-        let baseTags = Set(installation.tags ?? []).union(["$InstallationId:{\(installation.installationId)}"])
+        // The system tags the service adds: the installation's id, and its user's when it has one.
+        var baseTags = Set(installation.tags ?? []).union(["$InstallationId:{\(installation.installationId)}"])
+        if let user = installation.userId { baseTags.insert("$UserId:{\(user)}") }
         state.withLock { s in
             s.removeTargets(of: owner)
             s.installations[installation.installationId] = installation

@@ -93,6 +93,13 @@ struct TagExpressionParser {
             return inner
         }
         let start = index
+        if bytes[index] == UInt8(ascii: "$") {
+            guard let length = TagSyntax.systemTagLength(bytes[index...]) else {
+                throw invalid("'$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved")
+            }
+            index += length
+            return .tag(String(decoding: bytes[start..<index], as: UTF8.self))
+        }
         while index < bytes.count, TagSyntax.isTagByte(bytes[index]) { index += 1 }
         guard index > start else { throw invalid("a tag is expected, found \(characterHere)") }
         guard index - start <= TagSyntax.maxLength else {

@@ -7,6 +7,34 @@ public enum TagSyntax {
         return !utf8.isEmpty && utf8.count <= maxLength && utf8.allSatisfy(isTagByte)
     }
 
+    /// The system tags the hub gives every installation: `$InstallationId:{id}`, and
+    /// `$UserId:{id}` for one with a `userId`. Every other tag starting with `$` is reserved.
+    public static let systemTagPrefixes = ["$InstallationId:{", "$UserId:{"]
+    /// What may stand between the braces: the installation API's rule for user ids, letters, digits
+    /// and `- _ @ # . : =`, up to this many characters.
+    public static let maxSystemTagValueLength = 256
+
+    /// The length of the system tag at the start of `bytes`, nil if it does not start with one.
+    public static func systemTagLength(_ bytes: some Collection<UInt8>) -> Int? {
+        for prefix in systemTagPrefixes where bytes.starts(with: prefix.utf8) {
+            let value = bytes.dropFirst(prefix.utf8.count).prefix { isSystemTagValueByte($0) }
+            guard (1...maxSystemTagValueLength).contains(value.count),
+                  bytes.dropFirst(prefix.utf8.count + value.count).first == UInt8(ascii: "}") else { return nil }
+            return prefix.utf8.count + value.count + 1
+        }
+        return nil
+    }
+
+    public static func isSystemTag(_ s: String) -> Bool { systemTagLength(s.utf8) == s.utf8.count }
+
+    /// The system tag of an installation or a user id, if the id can be one.
+    public static func systemTag(_ prefix: String, _ id: String) -> String? {
+        let tag = prefix + id + "}"
+        return isSystemTag(tag) ? tag : nil
+    }
+
+    private static func isSystemTagValueByte(_ b: UInt8) -> Bool { isTagByte(b) || b == UInt8(ascii: "=") }
+
     /// One byte of a tag: a letter, a digit or one of `_ @ # . : -`.
     @inline(__always)
     public static func isTagByte(_ b: UInt8) -> Bool {

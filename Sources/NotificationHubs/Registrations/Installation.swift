@@ -16,8 +16,12 @@ public struct Installation: Sendable, Codable, Equatable {
     public var pushChannel: String
     public var tags: [String]?
     public var templates: [String: Template]?
+    /// The installation's user: its system tag `$UserId:{userId}` reaches every installation of one user.
+    public var userId: String?
 
-    public init(installationId: String, platform: String, pushChannel: String, tags: [String]? = nil, templates: [String: Template]? = nil) {
+    public init(installationId: String, platform: String, pushChannel: String, tags: [String]? = nil, templates: [String: Template]? = nil,
+                userId: String? = nil) {
+        self.userId = userId
         self.installationId = installationId
         self.platform = platform
         self.pushChannel = pushChannel
