@@ -175,6 +175,10 @@ import TestSupport
         #expect(framing.stdout.hasPrefix("HTTP/1.1 400"), "\(framing.stdout.prefix(300)) \(framing.stderr)")
         let unknownRoute = try await HTTP.call("GET", base + "/api/nothing", auth: alice)
         #expect(unknownRoute.status == 404 && unknownRoute.errorMessage != nil)
+        let patch = try await HTTP.call("PATCH", base + "/api/register/\(alicesID)", auth: alice, body: "{}")
+        #expect(patch.status == 405 && patch.headers["allow"] == "PUT, DELETE" && patch.errorMessage != nil, "\(patch.status) \(patch.headers)")
+        let listing = try await HTTP.call("GET", base + "/api/register", auth: alice)
+        #expect(listing.status == 405 && listing.headers["allow"] == "POST", "\(listing.status) \(listing.headers)")
 
         // Guessing: after ten wrong passwords the user is locked out, the right password included.
         var last: HTTP.Answer?

@@ -88,6 +88,19 @@ public struct BackendAPI: Sendable {
             let caller = try await self.authenticate(request, context)
             return try await self.securePayload(caller: caller, id: context.parameters.get("id") ?? "")
         }
+        // A known path with another method is 405 naming the ones it has, not 404.
+        let methods: KeyValuePairs<String, [HTTPRequest.Method]> = [
+            "/healthz": [.get], "/readyz": [.get], "/api/register": [.post], "/api/register/:id": [.put, .delete],
+            "/api/notifications": [.post], "/api/notifications/:id": [.get],
+        ]
+        for (path, allowed) in methods {
+            let allow = allowed.map(\.rawValue).joined(separator: ", ")
+            for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] where !allowed.contains(method) {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    throw APIError(.methodNotAllowed, "\(method.rawValue) is not allowed here; allowed: \(allow)", headers: [.allow: allow])
+                }
+            }
+        }
         return router
     }
 
