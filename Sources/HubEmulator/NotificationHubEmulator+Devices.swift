@@ -5,38 +5,107 @@ import NotificationHubs
 extension NotificationHubEmulator {
     static let maxTagsPerDevice = 60
 
-    /// `PUT/GET/DELETE /{hub}/registrations/{id}`.
+    /// `PUT/GET/DELETE /{hub}/registrations/{id}`; PUT and DELETE honour `If-Match` (an ETag, or `*`).
     func registration(_ request: EmulatorRequest, id: String, hub: String, store: HubStore) -> EmulatorResponse {
         switch request.method {
         case "PUT":
-            let registration: Registration
-            do {
-                registration = try Registration(atomEntry: String(decoding: request.body, as: UTF8.self))
-            } catch {
-                return .error(400, "Invalid registration: \(error.description)")
-            }
-            if let problem = Self.tagProblem(registration.tags) { return .error(400, problem) }
-            do {
-                try store.upsertRegistration(registration, id: id)
-            } catch {
-                return .error(400, "Invalid BodyTemplate: \(error.description)")
-            }
-            return atom(200, store.registration(id: id))
+            if let refused = Self.preconditionFailed(request, current: store.etag(id: id)) { return refused }
+            return save(request, id: id, in: store)
         case "GET":
             guard let registration = store.registration(id: id) else { return .error(404, "Registration \(id) was not found") }
-            return atom(200, registration)
+            return atom(200, registration, etag: store.etag(id: id) ?? 0)
         case "DELETE":
+            if let refused = Self.preconditionFailed(request, current: store.etag(id: id)) { return refused }
             return store.deleteRegistration(id: id) ? EmulatorResponse(status: 200) : .error(404, "Registration \(id) was not found")
         default:
             return .error(405, "\(request.method) is not allowed on a registration")
         }
     }
 
-    /// `GET /{hub}/tags/{tag}/registrations`: an Atom feed.
-    func registrations(tag: String, store: HubStore) -> EmulatorResponse {
-        let entries = store.registrations(tag: tag).map { entry($0) }.joined()
-        let feed = #"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">"# + entries + "</feed>"
-        return EmulatorResponse(status: 200, headers: [("Content-Type", "application/atom+xml;type=feed;charset=utf-8")], body: Array(feed.utf8))
+    /// `POST /{hub}/registrations`: a registration whose id the hub chooses.
+    func createRegistration(_ request: EmulatorRequest, id: String, store: HubStore) -> EmulatorResponse {
+        save(request, id: id, in: store)
+    }
+
+    private func save(_ request: EmulatorRequest, id: String, in store: HubStore) -> EmulatorResponse {
+        let registration: Registration
+        do {
+            registration = try Registration(atomEntry: String(decoding: request.body, as: UTF8.self))
+        } catch {
+            return .error(400, "Invalid registration: \(error.description)")
+        }
+        if let problem = Self.tagProblem(registration.tags) { return .error(400, problem) }
+        do {
+            try store.upsertRegistration(registration, id: id)
+        } catch {
+            return .error(400, "Invalid BodyTemplate: \(error.description)")
+        }
+        return atom(200, store.registration(id: id), etag: store.etag(id: id) ?? 0)
+    }
+
+    /// 412 when `If-Match` names another version than `current` (or any, and there is none).
+    static func preconditionFailed(_ request: EmulatorRequest, current: Int?) -> EmulatorResponse? {
+        guard let wanted = request.header("if-match")?.trimmingCharacters(in: .whitespaces) else { return nil }
+        if wanted == "*" { return current == nil ? .error(412, "No registration matches If-Match: *") : nil }
+        let version = wanted.replacingOccurrences(of: "W/", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        return current.map(String.init) == version ? nil : .error(412, "The registration's ETag is not \(wanted)")
+    }
+
+    /// `GET /{hub}/registrations/` (every registration, or those of one channel with `$filter`) and
+    /// `GET /{hub}/tags/{tag}/registrations`: an Atom feed of at most `$top` entries (100), and an
+    /// `X-MS-ContinuationToken` header while more remain, to pass back as `ContinuationToken`.
+    func registrations(_ request: EmulatorRequest, tag: String?, store: HubStore) -> EmulatorResponse {
+        var selected: [(Registration, Int)]
+        if let tag {
+            selected = store.registrations(tag: tag)
+        } else if let filter = request.queryValue("$filter").map(Self.decodedQueryValue) {
+            guard let channel = Self.channelFilter(filter) else {
+                return .error(400, "Unsupported $filter: use ChannelUri, DeviceToken, GcmRegistrationId or FcmV1RegistrationId eq '<handle>'")
+            }
+            selected = store.registrations { channel.platforms.contains($0.platform) && channel.matches($0.handle) }
+        } else {
+            selected = store.registrations { _ in true }
+        }
+        guard let top = Int(request.queryValue("$top") ?? "100"), top > 0 else { return .error(400, "$top must be a positive number") }
+        if let after = request.queryValue("ContinuationToken").map(Self.decodedQueryValue) {
+            selected = Array(selected.drop { ($0.0.id ?? "") <= after })
+        }
+        let page = selected.prefix(min(top, 100))
+        var headers = [("Content-Type", "application/atom+xml;type=feed;charset=utf-8")]
+        if page.count < selected.count, let last = page.last?.0.id { headers.append(("X-MS-ContinuationToken", last)) }
+        let feed = #"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">"#
+            + page.map { entry($0.0, etag: $0.1) }.joined() + "</feed>"
+        return EmulatorResponse(status: 200, headers: headers, body: Array(feed.utf8))
+    }
+
+    /// `<Field> eq '<value>'` of Read All Registrations of a Channel: which platforms it names, and
+    /// how a handle matches (device tokens in any case; channel URIs url-encoded or not).
+    struct ChannelFilter {
+        let platforms: Set<Registration.Platform>
+        let value: String
+
+        func matches(_ handle: String) -> Bool {
+            // Device tokens are hex, sent in upper case; the others are compared as written.
+            if platforms == [.apple] { return handle.caseInsensitiveCompare(value) == .orderedSame }
+            return handle == value || handle == (value.removingPercentEncoding ?? value)
+        }
+    }
+
+    static func channelFilter(_ text: String) -> ChannelFilter? {
+        let parts = text.split(separator: " ", maxSplits: 2).map(String.init)
+        guard parts.count == 3, parts[1] == "eq", parts[2].count >= 2, parts[2].hasPrefix("'"), parts[2].hasSuffix("'") else { return nil }
+        let value = String(parts[2].dropFirst().dropLast())
+        switch parts[0] {
+        case "ChannelUri": return ChannelFilter(platforms: [.windows], value: value)
+        case "DeviceToken": return ChannelFilter(platforms: [.apple], value: value)
+        case "GcmRegistrationId", "FcmV1RegistrationId": return ChannelFilter(platforms: [.fcmv1], value: value)
+        default: return nil
+        }
+    }
+
+    /// A query value as sent: percent-encoded, `+` for a space.
+    static func decodedQueryValue(_ raw: String) -> String {
+        raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw
     }
 
     /// `PUT/GET/DELETE/PATCH /{hub}/installations/{id}`.
@@ -111,13 +180,21 @@ extension NotificationHubEmulator {
         return nil
     }
 
-    private func atom(_ status: Int, _ registration: Registration?) -> EmulatorResponse {
-        EmulatorResponse(status: status, headers: [("Content-Type", "application/atom+xml;type=entry;charset=utf-8")],
-                         body: Array((registration?.atomEntry ?? "").utf8))
+    private func atom(_ status: Int, _ registration: Registration?, etag: Int) -> EmulatorResponse {
+        EmulatorResponse(status: status, headers: [("Content-Type", "application/atom+xml;type=entry;charset=utf-8"), ("ETag", "W/\"\(etag)\"")],
+                         body: Array((registration.map { Self.withETag($0.atomEntry, etag) } ?? "").utf8))
     }
 
-    private func entry(_ registration: Registration) -> String {
-        registration.atomEntry.replacingOccurrences(of: #"<?xml version="1.0" encoding="utf-8"?>"#, with: "")
+    private func entry(_ registration: Registration, etag: Int) -> String {
+        Self.withETag(registration.atomEntry, etag).replacingOccurrences(of: #"<?xml version="1.0" encoding="utf-8"?>"#, with: "")
+    }
+
+    /// The entry with its version as the service writes it: `m:etag` in the data services namespace.
+    static func withETag(_ entry: String, _ etag: Int) -> String {
+        entry.replacingOccurrences(of: #"<entry xmlns="http://www.w3.org/2005/Atom">"#, with: """
+            <entry xmlns="http://www.w3.org/2005/Atom" xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata" \
+            m:etag="W/&quot;\(etag)&quot;">
+            """)
     }
 
     static func encode(_ value: some Encodable) -> [UInt8] {

@@ -68,12 +68,18 @@ public final class NotificationHubEmulator: Sendable {
         switch (request.method, route.count, route.first) {
         case ("POST", 1, "messages"): return send(request, hub: hub, store: store)
         case ("POST", 1, "registrationIDs"):
-            let id = "\(Int64(clock() * 1000))-\(UInt32.random(in: 0...UInt32.max))"
-            return EmulatorResponse(status: 201, headers: [("Location", "http://\(request.host)/\(hub)/registrations/\(id)?api-version=2020-06")])
+            return EmulatorResponse(status: 201, headers: [("Location", "http://\(request.host)/\(hub)/registrations/\(newRegistrationID())?api-version=2020-06")])
+        case ("POST", 1, "registrations"): return createRegistration(request, id: newRegistrationID(), store: store)
+        case ("GET", 1, "registrations"): return registrations(request, tag: nil, store: store)
         case (_, 2, "registrations"): return registration(request, id: route[1], hub: hub, store: store)
-        case ("GET", 3, "tags") where route[2] == "registrations": return registrations(tag: route[1], store: store)
+        case ("GET", 3, "tags") where route[2] == "registrations": return registrations(request, tag: route[1], store: store)
         case (_, 2, "installations"): return installation(request, id: route[1], store: store)
         default: return .error(404, "No such endpoint: \(request.method) \(request.path)")
         }
+    }
+
+    /// A registration id as the hub makes them: digits and a dash, unique in practice.
+    private func newRegistrationID() -> String {
+        "\(Int64(clock() * 1000))-\(UInt32.random(in: 0...UInt32.max))"
     }
 }

@@ -93,6 +93,63 @@ import TestSupport
         #expect(records.map { $0["matched"] as? Int } == [1, 2], "\(records)")
     }
 
+    /// The registrations API as the REST reference has it: create with the hub's id, read all and
+    /// by tag a page at a time, find a channel's registrations with `$filter`, ETags and `If-Match`.
+    @Test func theRegistrationsAPIAsTheReferenceHasIt() async throws {
+        let live = try await LiveEmulator()
+        let atom = "application/atom+xml;type=entry;charset=utf-8"
+        func entry(_ token: String, _ tags: String) -> String {
+            #"<entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml"><AppleRegistrationDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"><Tags>\#(tags)</Tags><DeviceToken>\#(token)</DeviceToken></AppleRegistrationDescription></content></entry>"#
+        }
+        var ids: [String] = []
+        for n in 0..<5 {
+            let token = String(repeating: n == 4 ? "AB" : "0\(n)", count: 32)
+            let created = try await live.call(.post, "registrations?api-version=2020-06", headers: [HTTPHeader("Content-Type", atom)],
+                                              body: entry(token, n.isMultiple(of: 2) ? "World" : "Sports"))
+            #expect(created.status == 200, "\(String(decoding: created.body, as: UTF8.self))")
+            let body = String(decoding: created.body, as: UTF8.self)
+            let id = try #require(XMLText.text(of: "RegistrationId", in: body))
+            #expect(created.header("etag") == #"W/"\#(n + 1)""# && body.contains(#"m:etag="W/&quot;\#(n + 1)&quot;""#), "\(created.headers)")
+            ids.append(id)
+        }
+
+        // Read all, two at a time: the continuation token walks every registration once.
+        var seen: [String] = []
+        var token: String?
+        repeat {
+            let query = "registrations/?$top=2&api-version=2020-06" + (token.map { "&ContinuationToken=" + $0 } ?? "")
+            let page = try await live.call(.get, query)
+            #expect(page.status == 200 && page.header("content-type")?.hasPrefix("application/atom+xml;type=feed") == true)
+            let feed = String(decoding: page.body, as: UTF8.self)
+            let entries = feed.components(separatedBy: "<RegistrationId>").dropFirst().map { String($0.prefix { $0 != "<" }) }
+            #expect(entries.count <= 2)
+            seen += entries
+            token = page.header("x-ms-continuationtoken")
+        } while token != nil
+        #expect(seen.sorted() == ids.sorted())
+        let byTag = String(decoding: try await live.call(.get, "tags/World/registrations?api-version=2020-06").body, as: UTF8.self)
+        #expect(byTag.components(separatedBy: "<RegistrationId>").count - 1 == 3)
+
+        // A channel's registrations: the device token in upper case, as the reference says to send it.
+        let filtered = try await live.call(.get, "registrations/?$filter=DeviceToken%20eq%20%27" + String(repeating: "AB", count: 32)
+                                           + "%27&api-version=2020-06")
+        let found = String(decoding: filtered.body, as: UTF8.self)
+        #expect(filtered.status == 200 && found.contains("<RegistrationId>\(ids[4])</RegistrationId>")
+                && found.components(separatedBy: "<RegistrationId>").count == 2, "\(found)")
+        #expect(try await live.call(.get, "registrations/?$filter=Platform%20eq%20%27x%27&api-version=2020-06").status == 400)
+
+        // If-Match: a stale ETag is refused (412), the current one and * are honoured.
+        let stale = try await live.call(.put, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", #"W/"99""#)],
+                                        body: entry(String(repeating: "00", count: 32), "Science"))
+        #expect(stale.status == 412)
+        let updated = try await live.call(.put, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", #"W/"1""#)],
+                                          body: entry(String(repeating: "00", count: 32), "Science"))
+        #expect(updated.status == 200 && updated.header("etag") == #"W/"6""#)
+        #expect(try await live.call(.delete, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", #"W/"1""#)]).status == 412)
+        #expect(try await live.call(.delete, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", "*")]).status == 200)
+        #expect(try await live.call(.delete, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", "*")]).status == 412)
+    }
+
     @Test func limitsBadTokensAndRightsAreRefusedAsNHDoes() async throws {
         let live = try await LiveEmulator()
         let client = try live.client(attempts: 1)

@@ -45,6 +45,15 @@ final class LiveEmulator: Sendable {
         return json?["deliveries"] as? [[String: Any]] ?? []
     }
 
+    /// A request to the hub `breaking` with the full key's SAS token, as a client library sends it.
+    func call(_ method: HTTPRequest.Method, _ path: String, headers: [HTTPHeader] = [], body: String = "") async throws -> HTTPResponse {
+        let client = try client()
+        let token = client.tokens.token(for: client.configuration.resourceURI)
+        let request = HTTPRequest(method: method, url: baseURL + "breaking/" + path, headers: headers + [HTTPHeader("Authorization", token.header)],
+                                  body: Array(body.utf8))
+        return try await CurlTransport(logger: Logger(label: "t")).send(request)
+    }
+
     func get(_ path: String) async throws -> (Data, Int) {
         let response = try await CurlTransport(logger: Logger(label: "t")).send(HTTPRequest(method: .get, url: baseURL + path))
         return (Data(response.body), response.status)

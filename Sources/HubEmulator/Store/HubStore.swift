@@ -6,6 +6,9 @@ import Synchronization
 final class HubStore: Sendable {
     fileprivate struct State {
         var registrations: [String: Registration] = [:]
+        /// Each registration's version, changed by every write: its ETag.
+        var etags: [String: Int] = [:]
+        var nextETag = 1
         var installations: [String: Installation] = [:]
         var targets: [Int: Target] = [:]
         var targetsByOwner: [String: [Int]] = [:]
@@ -37,22 +40,35 @@ final class HubStore: Sendable {
         state.withLock { s in
             s.removeTargets(of: "r:" + id)
             s.registrations[id] = stored
+            s.etags[id] = s.nextETag
+            s.nextETag += 1
             s.add(Target(format: format, tags: Set(registration.tags), template: compiled, owner: "r:" + id))
         }
     }
 
     func registration(id: String) -> Registration? { state.withLock { $0.registrations[id] } }
 
+    /// The registration's current ETag, nil if there is none.
+    func etag(id: String) -> Int? { state.withLock { $0.etags[id] } }
+
     func deleteRegistration(id: String) -> Bool {
         state.withLock { s in
             s.removeTargets(of: "r:" + id)
+            s.etags[id] = nil
             return s.registrations.removeValue(forKey: id) != nil
         }
     }
 
+    /// Every registration that `include` selects, ordered by id, with its ETag.
+    func registrations(where include: (Registration) -> Bool) -> [(Registration, Int)] {
+        state.withLock { s in
+            s.registrations.values.filter(include).sorted { ($0.id ?? "") < ($1.id ?? "") }.map { ($0, s.etags[$0.id ?? ""] ?? 0) }
+        }
+    }
+
     /// Registrations carrying `tag`, ordered by id.
-    func registrations(tag: String) -> [Registration] {
-        state.withLock { s in s.registrations.values.filter { $0.tags.contains(tag) }.sorted { ($0.id ?? "") < ($1.id ?? "") } }
+    func registrations(tag: String) -> [(Registration, Int)] {
+        registrations { $0.tags.contains(tag) }
     }
 
     var registrationCount: Int { state.withLock { $0.registrations.count } }
