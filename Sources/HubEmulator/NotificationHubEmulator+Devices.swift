@@ -112,10 +112,14 @@ extension NotificationHubEmulator {
     func installation(_ request: EmulatorRequest, id: String, store: HubStore) -> EmulatorResponse {
         switch request.method {
         case "PUT":
-            guard let installation = try? JSONDecoder().decode(Installation.self, from: Data(request.body)) else {
-                return .error(400, "The installation is not valid JSON with installationId, platform and pushChannel")
+            let installation: Installation
+            do {
+                installation = try JSONDecoder().decode(Installation.self, from: Data(request.body))
+            } catch {
+                return .error(400, "The installation is not valid JSON with installationId, platform and pushChannel: \(Self.decodingProblem(error))")
             }
             guard installation.installationId == id else { return .error(400, "installationId does not match the URL") }
+            if let problem = Self.platformProblem(installation) { return .error(400, problem) }
             return save(installation, in: store)
         case "PATCH":
             guard var installation = store.installation(id: id) else { return .error(404, "Installation \(id) was not found") }
@@ -172,6 +176,35 @@ extension NotificationHubEmulator {
             return "Unsupported patch operation \(op.op.rawValue) \(op.path)"
         }
         return nil
+    }
+
+    /// The platforms the emulator models; the service's others are named when refused.
+    static let modelledPlatforms: Set<String> = ["apns", "fcmv1", "gcm", "fcm", "wns", "browser"]
+    static let otherServicePlatforms: Set<String> = ["adm", "baidu", "mpns", "xiaomi"]
+
+    static func platformProblem(_ installation: Installation) -> String? {
+        let platform = installation.platform.lowercased()
+        if otherServicePlatforms.contains(platform) {
+            return "The platform \"\(installation.platform)\" is one the emulator does not model (it models apns, fcmv1, gcm, wns and browser)"
+        }
+        guard modelledPlatforms.contains(platform) else { return "Unknown platform \"\(installation.platform.prefix(40))\"" }
+        if (platform == "browser") != (installation.browserPushChannel != nil) {
+            return platform == "browser" ? "A browser installation's pushChannel is an object with endpoint, p256dh and auth"
+                                         : "pushChannel is an object only for the browser platform"
+        }
+        return nil
+    }
+
+    /// Which member of the JSON was wrong, without echoing the body.
+    static func decodingProblem(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "unreadable" }
+        switch error {
+        case .keyNotFound(let key, _): return "\(key.stringValue) is missing"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? "not a JSON object" : "\(path) has the wrong type"
+        @unknown default: return "unreadable"
+        }
     }
 
     static func tagProblem(_ tags: [String]) -> String? {

@@ -150,6 +150,35 @@ import TestSupport
         #expect(try await live.call(.delete, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", "*")]).status == 412)
     }
 
+    /// Browser installations carry their subscription object as `pushChannel` and get browser
+    /// sends; a platform the emulator does not model is refused with a 400 naming it.
+    @Test func browserInstallationsAndPlatformsNotModelled() async throws {
+        let live = try await LiveEmulator()
+        let browser = #"{"installationId":"web-1","platform":"browser","pushChannel":{"endpoint":"https://push.example/sub/1","p256dh":"BNcR","auth":"tBHI"},"tags":["World"]}"#
+        let put = try await live.call(.put, "installations/web-1?api-version=2020-06", headers: [HTTPHeader("Content-Type", "application/json")], body: browser)
+        #expect(put.status == 200, "\(String(decoding: put.body, as: UTF8.self))")
+        let read = try await live.call(.get, "installations/web-1?api-version=2020-06")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(read.body)) as? [String: Any])
+        #expect((json["pushChannel"] as? [String: String])?["p256dh"] == "BNcR")
+        let send = try await live.call(.post, "messages/?api-version=2020-06",
+                                       headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("ServiceBusNotification-Format", "browser"),
+                                                 HTTPHeader("ServiceBusNotification-Tags", "World")], body: #"{"title":"x"}"#)
+        #expect(send.status == 201)
+        #expect(try await live.deliveries().last?["matched"] as? Int == 1)
+
+        for (body, problem) in [
+            (#"{"installationId":"k-1","platform":"adm","pushChannel":"x"}"#, #"The platform "adm" is one the emulator does not model"#),
+            (#"{"installationId":"k-1","platform":"pigeon","pushChannel":"x"}"#, #"Unknown platform "pigeon""#),
+            (#"{"installationId":"k-1","platform":"browser","pushChannel":"x"}"#, "pushChannel is an object with endpoint, p256dh and auth"),
+            (#"{"installationId":"k-1","platform":"apns","pushChannel":{"endpoint":"e","p256dh":"k","auth":"a"}}"#, "only for the browser platform"),
+            (#"{"installationId":"k-1","pushChannel":"x"}"#, "platform is missing"),
+        ] {
+            let refused = try await live.call(.put, "installations/k-1?api-version=2020-06", headers: [HTTPHeader("Content-Type", "application/json")], body: body)
+            let text = XMLText.text(of: "Detail", in: String(decoding: refused.body, as: UTF8.self)) ?? ""
+            #expect(refused.status == 400 && text.contains(problem), "\(body): \(text)")
+        }
+    }
+
     @Test func limitsBadTokensAndRightsAreRefusedAsNHDoes() async throws {
         let live = try await LiveEmulator()
         let client = try live.client(attempts: 1)
