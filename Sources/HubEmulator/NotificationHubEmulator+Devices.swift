@@ -43,10 +43,10 @@ extension NotificationHubEmulator {
         return atom(200, store.registration(id: id), etag: store.etag(id: id) ?? 0)
     }
 
-    /// 412 when `If-Match` names another version than `current` (or any, and there is none).
+    /// 412 when `If-Match` names another version than `current`. `*` is any version: a missing
+    /// registration is then the 404 it always is (clients, ours included, delete with `If-Match: *`).
     static func preconditionFailed(_ request: EmulatorRequest, current: Int?) -> EmulatorResponse? {
-        guard let wanted = request.header("if-match")?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if wanted == "*" { return current == nil ? .error(412, "No registration matches If-Match: *") : nil }
+        guard let wanted = request.header("if-match")?.trimmingCharacters(in: .whitespaces), wanted != "*" else { return nil }
         let version = wanted.replacingOccurrences(of: "W/", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "\""))
         return current.map(String.init) == version ? nil : .error(412, "The registration's ETag is not \(wanted)")
     }

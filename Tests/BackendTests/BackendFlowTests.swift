@@ -230,6 +230,36 @@ import TestSupport
     }
 }
 
+/// An app retrying on a flaky network: one handle registered twenty times at once (through two
+/// instances on PostgreSQL) leaves one registration, in the store and at the hub.
+@Suite struct RegistrationRaceTests {
+    @Test(arguments: [StoreKind.sqlite, .postgres])
+    func aHandleRegisteredTwentyTimesAtOnceKeepsOne(store: StoreKind) async throws {
+        let harness = try await BackendHarness(store: store)
+        defer { harness.stop() }
+        let instances = store == .postgres ? [try harness.startBackend(["--no-consumer"]), try harness.startBackend(["--no-consumer"])]
+                                           : [try harness.startBackend(["--no-consumer"])]
+        let alice = BackendHarness.basic("alice"), handle = BackendFlowTests.appleHandle
+        let ids = try await withThrowingTaskGroup(of: String.self) { group in
+            for n in 0..<20 {
+                group.addTask {
+                    let created = try await HTTP.call("POST", instances[n % instances.count] + "/api/register?handle=\(handle)", auth: alice)
+                    return try #require(try? JSONSerialization.jsonObject(with: Data(created.body.utf8), options: .fragmentsAllowed) as? String, "\(created.status) \(created.body)")
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(Set(ids).count == 20)
+        let body = #"{"Platform":"apns","Handle":"\#(handle)","Tags":["World"]}"#
+        var kept: [String] = []
+        for id in ids where try await HTTP.call("PUT", instances[0] + "/api/register/\(id)", auth: alice, body: body).status == 200 { kept.append(id) }
+        #expect(kept.count == 1, "\(kept.count) registrations of one handle survived")
+        var atHub = 0
+        for id in ids where try await harness.hubRegistration(id).status == 200 { atHub += 1 }
+        #expect(atHub == 1, "\(atHub) registrations at the hub")
+    }
+}
+
 /// TLS from certificate and key files: the seeds' Basic calls over https.
 @Suite struct BackendTLSTests {
     @Test func basicOverHTTPS() async throws {

@@ -9,19 +9,17 @@ extension BackendAPI {
         guard let handle, !handle.isEmpty else { throw APIError.badRequest("handle: missing (POST /api/register?handle=<device token>)") }
         guard DevicePlatform.isHandle(handle) else { throw APIError.badRequest("handle: not an APNs, FCM or WNS device handle") }
         let hash = Self.handleHash(handle)
-        let stale: [OwnedRegistration]
-        do { stale = try await store.registrations(owner: caller.name, handleHash: hash) } catch { throw storeFailed(error) }
-        for old in stale {
-            try await removeAtHub(old.hubID)
-            do { _ = try await store.deleteRegistration(id: old.id, owner: caller.name) } catch { throw storeFailed(error) }
-        }
         let id: String
         do { id = try await hub.createRegistrationID() } catch { throw hubFailed(error) }
+        // One registration per user and handle, however many requests race: the store swaps
+        // atomically, and each request removes at the hub what its swap replaced.
+        let stale: [OwnedRegistration]
         do {
-            try await store.insertRegistration(OwnedRegistration(id: id, owner: caller.name, handleHash: hash, hubID: id))
+            stale = try await store.replaceRegistrations(with: OwnedRegistration(id: id, owner: caller.name, handleHash: hash, hubID: id))
         } catch {
             throw storeFailed(error)
         }
+        for old in stale { try await removeAtHub(old.hubID) }
         return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
                         body: ResponseBody(byteBuffer: .init(bytes: JSONText.string(id))))
     }

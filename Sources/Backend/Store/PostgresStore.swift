@@ -75,12 +75,30 @@ public final class PostgresStore: BackendStore {
             """)
     }
 
-    public func registration(id: String) async throws(StoreError) -> OwnedRegistration? {
-        try await registrations("SELECT id, owner, handle_hash, platform, tags, hub_id FROM registrations WHERE id = \(id)").first
+    /// In one transaction under an advisory lock on (owner, handle): the handle's rows go, the new
+    /// one comes; instances replacing the same handle at once take turns.
+    public func replaceRegistrations(with r: OwnedRegistration) async throws(StoreError) -> [OwnedRegistration] {
+        let key = r.owner + "/" + r.handleHash
+        do {
+            return try await client.withTransaction(logger: logger) { connection in
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 7316002))", logger: logger)
+                let removed = try await Self.decodeRegistrations(connection.query("""
+                    DELETE FROM registrations WHERE owner = \(r.owner) AND handle_hash = \(r.handleHash)
+                    RETURNING id, owner, handle_hash, platform, tags, hub_id
+                    """, logger: logger))
+                _ = try await connection.query("""
+                    INSERT INTO registrations (id, owner, handle_hash, platform, tags, hub_id, updated_at)
+                    VALUES (\(r.id), \(r.owner), \(r.handleHash), \(r.platform), \(Migrations.join(r.tags)), \(r.hubID), \(Self.now))
+                    """, logger: logger)
+                return removed
+            }
+        } catch {
+            throw StoreError("PostgreSQL: \(Self.describe(error))")
+        }
     }
 
-    public func registrations(owner: String, handleHash: String) async throws(StoreError) -> [OwnedRegistration] {
-        try await registrations("SELECT id, owner, handle_hash, platform, tags, hub_id FROM registrations WHERE owner = \(owner) AND handle_hash = \(handleHash)")
+    public func registration(id: String) async throws(StoreError) -> OwnedRegistration? {
+        try await registrations("SELECT id, owner, handle_hash, platform, tags, hub_id FROM registrations WHERE id = \(id)").first
     }
 
     public func registrations(owner: String) async throws(StoreError) -> [OwnedRegistration] {
@@ -157,15 +175,18 @@ public final class PostgresStore: BackendStore {
 
     private func registrations(_ query: PostgresQuery) async throws(StoreError) -> [OwnedRegistration] {
         do {
-            var found: [OwnedRegistration] = []
-            let rows = try await client.query(query, logger: logger)
-            for try await (id, owner, hash, platform, tags, hubID) in rows.decode((String, String, String, String?, String, String).self) {
-                found.append(OwnedRegistration(id: id, owner: owner, handleHash: hash, platform: platform, tags: Migrations.split(tags), hubID: hubID))
-            }
-            return found
+            return try await Self.decodeRegistrations(client.query(query, logger: logger))
         } catch {
             throw StoreError("PostgreSQL: \(Self.describe(error))")
         }
+    }
+
+    private static func decodeRegistrations(_ rows: PostgresRowSequence) async throws -> [OwnedRegistration] {
+        var found: [OwnedRegistration] = []
+        for try await (id, owner, hash, platform, tags, hubID) in rows.decode((String, String, String, String?, String, String).self) {
+            found.append(OwnedRegistration(id: id, owner: owner, handleHash: hash, platform: platform, tags: Migrations.split(tags), hubID: hubID))
+        }
+        return found
     }
 
     /// PSQLError's description can include the statement; only the server's message and code go out.

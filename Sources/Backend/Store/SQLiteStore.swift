@@ -68,12 +68,19 @@ public final class SQLiteStore: BackendStore {
                        .text(Migrations.join(r.tags)), .text(r.hubID), .integer(Self.now)])
     }
 
-    public func registration(id: String) async throws(StoreError) -> OwnedRegistration? {
-        try await rows("SELECT * FROM registrations WHERE id = ?", [.text(id)]).first.map(Self.registration)
+    /// Insert, then delete the handle's rows inserted before it (lower rowid): SQLite runs one
+    /// statement at a time, so of registrations made at once the newest stays, whatever the order.
+    public func replaceRegistrations(with r: OwnedRegistration) async throws(StoreError) -> [OwnedRegistration] {
+        try await insertRegistration(r)
+        return try await rows("""
+            DELETE FROM registrations WHERE owner = ? AND handle_hash = ? AND id <> ?
+                AND rowid < (SELECT rowid FROM registrations WHERE id = ?)
+            RETURNING *
+            """, [.text(r.owner), .text(r.handleHash), .text(r.id), .text(r.id)]).map(Self.registration)
     }
 
-    public func registrations(owner: String, handleHash: String) async throws(StoreError) -> [OwnedRegistration] {
-        try await rows("SELECT * FROM registrations WHERE owner = ? AND handle_hash = ?", [.text(owner), .text(handleHash)]).map(Self.registration)
+    public func registration(id: String) async throws(StoreError) -> OwnedRegistration? {
+        try await rows("SELECT * FROM registrations WHERE id = ?", [.text(id)]).first.map(Self.registration)
     }
 
     public func registrations(owner: String) async throws(StoreError) -> [OwnedRegistration] {

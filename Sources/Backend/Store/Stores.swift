@@ -49,13 +49,14 @@ public struct SecurePayload: Sendable, Equatable {
     }
 }
 
-/// Who owns which registration. Single statements only: every implementation may serve concurrent
-/// requests (and, for PostgreSQL, several backend instances) without client-side transactions.
+/// Who owns which registration. Every implementation serves concurrent requests (and, for
+/// PostgreSQL, several backend instances): single statements, but for `replaceRegistrations`.
 public protocol RegistrationStore: Sendable {
     func insertRegistration(_ registration: OwnedRegistration) async throws(StoreError)
+    /// Stores `registration` as its owner's one registration of its handle, and returns those it
+    /// replaced (to be deleted at the hub). However many run at once for one handle, one stays.
+    func replaceRegistrations(with registration: OwnedRegistration) async throws(StoreError) -> [OwnedRegistration]
     func registration(id: String) async throws(StoreError) -> OwnedRegistration?
-    /// Registrations of one handle that one user owns (stale ones, replaced by a new id).
-    func registrations(owner: String, handleHash: String) async throws(StoreError) -> [OwnedRegistration]
     /// Every registration of one user: their devices' tags decide which payloads they may read.
     func registrations(owner: String) async throws(StoreError) -> [OwnedRegistration]
     /// Replaces platform, tags and hub id of a registration that `owner` owns; false when none matched.
