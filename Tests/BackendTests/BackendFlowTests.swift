@@ -230,6 +230,26 @@ import TestSupport
     }
 }
 
+/// Failed logins are counted in PostgreSQL: wrong passwords alternating between two instances lock
+/// the user out at the same 10th failure as one instance would, on both.
+@Suite struct SharedLockoutTests {
+    @Test func failedLoginsCountAcrossInstances() async throws {
+        let harness = try await BackendHarness(store: .postgres)
+        defer { harness.stop() }
+        let instances = [try harness.startBackend(["--no-consumer"]), try harness.startBackend(["--no-consumer"])]
+        var statuses: [Int] = []
+        for attempt in 1...11 {
+            statuses.append(try await HTTP.call("GET", instances[attempt % 2] + "/api/notifications/1",
+                                                auth: BackendHarness.basic("bob", "guess-\(attempt)")).status)
+        }
+        #expect(statuses == Array(repeating: 401, count: 10) + [429], "\(statuses)")
+        for instance in instances {
+            let right = try await HTTP.call("GET", instance + "/api/notifications/1", auth: BackendHarness.basic("bob"))
+            #expect(right.status == 429 && Int(right.headers["retry-after"] ?? "") ?? 0 > 0, "\(right.status)")
+        }
+    }
+}
+
 /// An app retrying on a flaky network: one handle registered twenty times at once (through two
 /// instances on PostgreSQL) leaves one registration, in the store and at the hub.
 @Suite struct RegistrationRaceTests {

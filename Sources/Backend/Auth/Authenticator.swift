@@ -18,19 +18,19 @@ public final class Authenticator: Sendable {
 
     let users: UsersFile
     let bearer: BearerVerifier?
-    let throttle: Mutex<LoginThrottle>
+    let failures: any FailedLogins
     /// A hash checked for unknown users, so an unknown name costs as long as a wrong password.
     let decoyHash: String
     let now: @Sendable () -> Double
     let cache: CredentialCache
 
     /// `cacheSeconds`: how long a bcrypt-verified name and password are remembered (0: never).
-    public init(users: UsersFile, bearer: BearerVerifier?, throttle: LoginThrottle = LoginThrottle(), cacheSeconds: Double = 300,
+    public init(users: UsersFile, bearer: BearerVerifier?, failures: any FailedLogins = LocalFailedLogins(), cacheSeconds: Double = 300,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.users = users
         self.cache = CredentialCache(ttl: cacheSeconds)
         self.bearer = bearer
-        self.throttle = Mutex(throttle)
+        self.failures = failures
         self.now = now
         let cost = users.entries.values.first.flatMap { Self.cost(of: $0.hash) } ?? 12
         decoyHash = Bcrypt.hash(UUID().uuidString, cost: cost)
@@ -57,15 +57,14 @@ public final class Authenticator: Sendable {
         let compact = credentials.filter { !$0.isWhitespace }
         guard compact.utf8.count <= 4096, let data = Data(base64Encoded: compact),
               let decoded = String(data: data, encoding: .utf8), let colon = decoded.firstIndex(of: ":") else {
-            try checkAddress(address)
-            record(failureOf: nil, address: address)
+            try await checkAddress(address)
+            await record(failureOf: nil, address: address)
             throw .unauthenticated
         }
         let name = String(decoded[..<colon])
         let password = String(decoded[decoded.index(after: colon)...])
         let keys: [LoginThrottle.Key] = [.user(name), .address(address)]
-        let decision = throttle.withLock { $0.decide(keys, now: now()) }
-        if case .locked(let retryAfter) = decision { throw .locked(retryAfter: retryAfter) }
+        if case .locked(let retryAfter) = await failures.decide(keys, now: now()) { throw .locked(retryAfter: retryAfter) }
 
         if let known = cache.lookup(name: name, password: password, now: now()) { return known }
         let entry = users.entries[name]
@@ -73,39 +72,37 @@ public final class Authenticator: Sendable {
         // bcrypt is deliberately slow CPU work: it runs on NIO's thread pool, not the cooperative pool.
         let matches = (try? await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }) ?? false
         guard let entry, matches else {
-            record(failureOf: name, address: address)
+            await record(failureOf: name, address: address)
             throw .unauthenticated
         }
-        throttle.withLock { $0.recordSuccess(user: name) }
+        await failures.recordSuccess(user: name)
         let principal = Principal(name: entry.name, roles: entry.roles)
         cache.store(principal, password: password, now: now())
         return principal
     }
 
     private func bearerToken(_ token: String, address: String) async throws(Failure) -> Principal {
-        try checkAddress(address)
+        try await checkAddress(address)
         guard let bearer else {
-            record(failureOf: nil, address: address)
+            await record(failureOf: nil, address: address)
             throw .unauthenticated
         }
         do {
             return try await bearer.verify(token)
         } catch {
-            record(failureOf: nil, address: address)
+            await record(failureOf: nil, address: address)
             throw .unauthenticated
         }
     }
 
-    private func checkAddress(_ address: String) throws(Failure) {
-        let decision = throttle.withLock { $0.decide([.address(address)], now: now()) }
-        if case .locked(let retryAfter) = decision { throw .locked(retryAfter: retryAfter) }
+    private func checkAddress(_ address: String) async throws(Failure) {
+        if case .locked(let retryAfter) = await failures.decide([.address(address)], now: now()) { throw .locked(retryAfter: retryAfter) }
     }
 
-    private func record(failureOf name: String?, address: String) {
+    private func record(failureOf name: String?, address: String) async {
         var keys: [LoginThrottle.Key] = [.address(address)]
         if let name { keys.append(.user(name)) }
-        let at = now()
-        throttle.withLock { $0.recordFailure(keys, now: at) }
+        await failures.recordFailure(keys, now: now())
     }
 
     /// The cost field of a `$2b$12$…` hash.

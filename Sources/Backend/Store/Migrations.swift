@@ -37,6 +37,14 @@ enum Migrations {
             "CREATE INDEX payloads_expires_at ON payloads (expires_at)",
             "CREATE SEQUENCE payload_ids",
         ]),
+        // Failed logins shared by every instance (PostgresFailedLogins); SQLite serves one process,
+        // which counts them in memory.
+        Step(version: 2, statements: [
+            """
+            CREATE TABLE login_failures (key TEXT PRIMARY KEY, window_start DOUBLE PRECISION NOT NULL,
+                failures INTEGER NOT NULL, locked_until DOUBLE PRECISION NOT NULL)
+            """,
+        ]),
     ]
 
     /// Tags and user names never contain a newline (NH's tag syntax), so one TEXT column holds a list.

@@ -128,7 +128,6 @@ struct BackendServeCommand: AsyncParsableCommand {
             throw CLIError.usage("--users-file: no users and no JWT keys: nobody could log in")
         }
         let cacheSeconds = try settings.int(credentialCacheSeconds, "credential-cache-seconds", default: 300, range: 0...86_400)
-        let authenticator = Authenticator(users: users, bearer: bearer, throttle: throttle, cacheSeconds: Double(cacheSeconds))
 
         let location = settings.string(store, "store", default: "hubcast-backend.sqlite")
         let storePassword = try settings.secret("store-password", fileFlag: storePasswordFile, fileName: "store-password-file")
@@ -138,6 +137,9 @@ struct BackendServeCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.unreachable("store: \(LegibleText.sanitized(String(describing: error)))")
         }
+        // With PostgreSQL every instance counts failed logins in the same rows.
+        let authenticator = Authenticator(users: users, bearer: bearer, failures: opened.failedLogins(throttle, logger: logger),
+                                          cacheSeconds: Double(cacheSeconds))
 
         let producer: KafkaProducer
         do {
