@@ -3,7 +3,6 @@ import Synchronization
 /// Where failed logins are counted: in this process (`LoginThrottle` behind a lock), or in the
 /// store that several instances share, so that N instances give a guesser no more tries than one.
 public protocol FailedLogins: Sendable {
-    var limits: (perUser: LoginThrottle.Limits, perAddress: LoginThrottle.Limits) { get }
     func decide(_ keys: [LoginThrottle.Key], now: Double) async -> LoginThrottle.Decision
     func recordFailure(_ keys: [LoginThrottle.Key], now: Double) async
     func recordSuccess(user: String) async
@@ -13,11 +12,9 @@ public protocol FailedLogins: Sendable {
 /// cannot be reached.
 public final class LocalFailedLogins: FailedLogins {
     private let throttle: Mutex<LoginThrottle>
-    public let limits: (perUser: LoginThrottle.Limits, perAddress: LoginThrottle.Limits)
 
     public init(_ throttle: LoginThrottle = LoginThrottle()) {
         self.throttle = Mutex(throttle)
-        limits = (throttle.perUser, throttle.perAddress)
     }
 
     public func decide(_ keys: [LoginThrottle.Key], now: Double) -> LoginThrottle.Decision {

@@ -9,7 +9,7 @@ public final class PostgresFailedLogins: FailedLogins {
     let store: PostgresStore
     let fallback: LocalFailedLogins
     let logger: Logger
-    public let limits: (perUser: LoginThrottle.Limits, perAddress: LoginThrottle.Limits)
+    let limits: (perUser: LoginThrottle.Limits, perAddress: LoginThrottle.Limits)
 
     public init(store: PostgresStore, throttle: LoginThrottle, logger: Logger) {
         self.store = store
