@@ -54,7 +54,7 @@ bench-emulator: bench-tools
 bench-backend: bench-tools
 	HUBCAST_BIN=$$(swift build -c release --show-bin-path)/hubcast python3 benchmarks/backend.py
 
-# Fault injection on loopback (benchmarks/faults.py): nine scenarios, a table, results/faults.json; exits 1
+# Fault injection on loopback (benchmarks/faults.py): eleven scenarios, a table, results/faults.json; exits 1
 # if an item is lost or a hard expectation fails. Its own release build in .build-faults (or HUBCAST_BIN).
 faults: setup
 	@if [ -z "$$HUBCAST_BIN" ]; then swift build -c release --product hubcast --scratch-path .build-faults; fi

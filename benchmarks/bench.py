@@ -12,11 +12,14 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
 3. Against a quota (--quotas): the same three into nginx `limit_req` answering 429 with
    `Retry-After: 1`, --quota-seconds worth of items each: goodput ÷ quota, % of requests throttled,
    time to deliver all. No rate is configured in any program (a cold start).
-4. End-to-end latency: a producer publishing --latency-rate items/s for --latency-seconds into the dev
+4. Sporadic throttling: 600 items into a sink that refuses one request in seven whatever the rate,
+   and --quota-seconds of the last quota's items into that quota with 5% refused on top: time to
+   deliver all, goodput ÷ quota.
+5. End-to-end latency: a producer publishing --latency-rate items/s for --latency-seconds into the dev
    broker, `hubcast run` sending to `hubcast emulator`; p50/p99 per category from hubcast's own
    metrics lines (endToEndMs), steady state only (after the first 5 s), checked against the exact
    figure from the emulator's delivery log (accepted at − Kafka timestamp).
-5. Memory: hubcast's peak RSS at each of --memory-items.
+6. Memory: hubcast's peak RSS at each of --memory-items.
 
 Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
 same clock for all three programs. RSS and CPU come from wait4 on the measured process alone.
@@ -30,13 +33,14 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
 HUB = "bench"
-SECTIONS = ["ceiling", "unthrottled", "quota", "latency", "memory"]
+SECTIONS = ["ceiling", "unthrottled", "quota", "sporadic", "latency", "memory"]
 PROGRAMS = ["hubcast", "go", "python"]
 WARM_UP_SECONDS = 5
 ID_IN_PAYLOAD = re.compile(r"Latency item (lat-\d+)")
 
 # The goals.
-GOAL_QUOTA_GOODPUT, GOAL_QUOTA_THROTTLED_PCT = 0.9, 5.0
+GOAL_QUOTA_GOODPUT, GOAL_QUOTA_SETTLED, GOAL_QUOTA_THROTTLED_PCT = 0.9, 0.95, 2.0
+GOAL_SPORADIC_SECONDS, GOAL_MIXED_GOODPUT = 20.0, 0.85
 GOAL_VS_GO_RATE, GOAL_VS_GO_CPU, GOAL_VS_WRK = 1.5, 0.5, 0.6
 GOAL_E2E_P50_MS, GOAL_E2E_P99_MS, GOAL_RSS_MIB = 5.0, 15.0, 64.0
 
@@ -72,6 +76,9 @@ class Nginx:
     def __init__(self, work, quotas):
         self.work, self.quiet, self.logged = work, free_port(), free_port()
         self.quota_ports = {q: free_port() for q in quotas}
+        # Sporadic throttling: one request in seven refused whatever the rate, with no quota; and
+        # 5% refused on top of the first quota (refused before limit_req, so they spend none of it).
+        self.sporadic_port, self.mixed_port, self.mixed_quota = free_port(), free_port(), quotas[-1]
         self.log = os.path.join(work, "access.log")
         conf = os.path.join(work, "nginx.conf")
         logging = f"access_log {self.log} t buffer=256k flush=1s;"
@@ -89,7 +96,16 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_form
   map $server_port $quota_key {{ default hub; }}
   map $status $retry_after {{ 429 1; default ""; }}
   server {{ listen 127.0.0.1:{self.quiet}; access_log off; location / {{ return 201; }} }}
-  server {{ listen 127.0.0.1:{self.logged}; {logging} location / {{ return 201; }} }}{limited} }}
+  server {{ listen 127.0.0.1:{self.logged}; {logging} location / {{ return 201; }} }}{limited}
+  split_clients "${{request_id}}" $one_in_seven {{ 14.29% throttle; * pass; }}
+  split_clients "${{request_id}}" $one_in_twenty {{ 5% throttle; * pass; }}
+  server {{ listen 127.0.0.1:{self.sporadic_port}; {logging} add_header Retry-After $retry_after always;
+    location / {{ if ($one_in_seven = throttle) {{ return 429; }} return 201; }} }}
+  limit_req_zone $quota_key zone=mixed:1m rate={self.mixed_quota}r/s;
+  server {{ listen 127.0.0.1:{self.mixed_port}; {logging} add_header Retry-After $retry_after always;
+    location / {{ if ($one_in_twenty = throttle) {{ return 429; }} limit_req zone=mixed burst={quota_burst(self.mixed_quota)} nodelay;
+      limit_req_status 429; limit_req_log_level info; try_files /.none @accepted; }}
+    location @accepted {{ return 201; }} }} }}
 """)
         # nginx's workers run as nobody: they must reach www/ for try_files' stat to find nothing quietly.
         os.chmod(work, 0o711)
@@ -291,14 +307,18 @@ def unthrottled(programs, program, items, nginx, wrk_nginx):
     return row
 
 
-def quota_run(programs, program, quota, items, nginx, timeout):
-    summary, log, proc = sink_run(programs, program, items, nginx, nginx.quota_ports[quota], timeout)
+def quota_run(programs, program, quota, items, nginx, timeout, port=None):
+    summary, log, proc = sink_run(programs, program, items, nginx, port or nginx.quota_ports[quota], timeout)
     statuses = collections.Counter(s for _, s in log)
     accepted = [t for t, s in log if s in (200, 201)]
     start = min(t for t, _ in log) if log else 0.0
     window = (max(accepted) - start) if len(accepted) > 1 else 0.0
     goodput = len(accepted) / window if window > 0 else 0.0
+    # The second half of the run: the pace once the cold start is behind it.
+    half = start + window / 2
+    settled = sum(1 for t in accepted if t >= half) / (window / 2) if window > 0 else 0.0
     row = {"program": program, "quota": quota, "burst": quota_burst(quota), "items": items, "accepted": len(accepted),
+           "settledToQuota": round(settled / quota, 3) if quota else None,
            "requests": len(log), "throttled": statuses.get(429, 0), "otherStatuses": {str(k): v for k, v in statuses.items() if k not in (200, 201, 429)},
            "goodputPerSec": round(goodput, 1), "goodputToQuota": round(goodput / quota, 3),
            "throttledPct": round(100 * statuses.get(429, 0) / max(1, len(log)), 2),
@@ -423,9 +443,19 @@ def goals(result):
     out = []
     verdict = lambda ok: "–" if ok is None else ("PASS" if ok else "MISS")
     for q in result.get("quota", {}).get("hubcast", []):
-        ok = q["goodputToQuota"] >= GOAL_QUOTA_GOODPUT and q["throttledPct"] <= GOAL_QUOTA_THROTTLED_PCT and not q["timedOut"]
-        out.append((f"quota {q['quota']:,}/s: goodput ≥ {GOAL_QUOTA_GOODPUT}× quota, ≤ {GOAL_QUOTA_THROTTLED_PCT:g}% throttled",
-                    f"{q['goodputToQuota']:.2f}×, {q['throttledPct']:.1f}%" + (" (timed out)" if q["timedOut"] else ""), verdict(ok)))
+        settled = q.get("settledToQuota") or 0
+        ok = (q["goodputToQuota"] >= GOAL_QUOTA_GOODPUT and settled >= GOAL_QUOTA_SETTLED
+              and q["throttledPct"] <= GOAL_QUOTA_THROTTLED_PCT and not q["timedOut"])
+        out.append((f"quota {q['quota']:,}/s: ≥ {GOAL_QUOTA_GOODPUT}× (second half ≥ {GOAL_QUOTA_SETTLED}×), ≤ {GOAL_QUOTA_THROTTLED_PCT:g}% throttled",
+                    f"{q['goodputToQuota']:.2f}× ({settled:.2f}×), {q['throttledPct']:.1f}%" + (" (timed out)" if q["timedOut"] else ""), verdict(ok)))
+    for r in result.get("sporadic", {}).get("hubcast", []):
+        if r["quota"] is None:
+            done = r["secondsToDeliverAll"]
+            out.append((f"one in seven throttled: {r['items']} items all accepted within {GOAL_SPORADIC_SECONDS:g} s",
+                        "not all" if done is None else f"{done:.1f} s", verdict(done is not None and done <= GOAL_SPORADIC_SECONDS)))
+        else:
+            out.append((f"{r['kind']}: goodput ≥ {GOAL_MIXED_GOODPUT}× quota", f"{r['goodputToQuota']:.2f}×",
+                        verdict(r["goodputToQuota"] >= GOAL_MIXED_GOODPUT and not r["timedOut"])))
     rows = {r["program"]: r for r in result.get("unthrottled", [])}
     h, g = rows.get("hubcast"), rows.get("go")
     if h and g:
@@ -457,6 +487,18 @@ def c_wrk(result):
     return result["ceiling"]["nginx"]["requestsPerSec"]
 
 
+def print_sporadic(result):
+    if not result.get("sporadic"):
+        return
+    print("\nSporadic throttling (429 + Retry-After: 1 whatever the rate; nginx split_clients)")
+    print(f"{'':<9}{'hub':<22}{'items':>7}{'accepted':>10}{'requests':>10}{'throttled':>11}{'deliver all s':>15}{'÷ quota':>9}")
+    for program, rows in result["sporadic"].items():
+        for r in rows:
+            done = "-" if r["secondsToDeliverAll"] is None else f"{r['secondsToDeliverAll']:.1f}"
+            ratio = "-" if r["goodputToQuota"] is None else f"{r['goodputToQuota']:.2f}×"
+            print(f"{program:<9}{r['kind']:<22}{r['items']:>7,}{r['accepted']:>10,}{r['requests']:>10,}{r['throttledPct']:>10.1f}%{done:>15}{ratio:>9}")
+
+
 def print_tables(result):
     c = result.get("ceiling")
     if c:
@@ -474,13 +516,16 @@ def print_tables(result):
             print(f"{r['program']:<9}{r['sendsPerSec']:>10,.0f}{ratio:>8}{r['cpuMicrosecondsPerSend']:>13.1f}{r['peakRssMiB']:>14}")
     if result.get("quota"):
         print(f"\nAgainst a quota (nginx limit_req, burst = 50 ms of the quota, nodelay; 429 + Retry-After: 1), {result.get('quotaSeconds', '?')} s of the quota in items")
-        print(f"{'':<9}{'quota/s':>8}{'items':>8}{'goodput/s':>11}{'÷ quota':>9}{'throttled':>11}{'deliver all s':>15}{'ideal s':>9}")
+        print(f"{'':<9}{'quota/s':>8}{'items':>8}{'goodput/s':>11}{'÷ quota':>9}{'2nd half':>9}{'throttled':>11}{'deliver all s':>15}{'ideal s':>9}")
         for program in PROGRAMS:
             for q in result["quota"].get(program, []):
                 done = f"{q['secondsToDeliverAll']:.1f}" if q["secondsToDeliverAll"] is not None else "–"
                 note = "" if q["secondsToDeliverAll"] is not None else f"  {'killed' if q['timedOut'] else 'ended'} with {q['accepted']:,} accepted"
+                half = q.get("settledToQuota")
                 print(f"{program:<9}{q['quota']:>8,}{q['items']:>8,}{q['goodputPerSec']:>11,.0f}{q['goodputToQuota']:>9.2f}"
+                      f"{'–' if half is None else format(half, '.2f'):>9}"
                       f"{q['throttledPct']:>10.1f}%{done:>15}{q['idealSeconds']:>9.1f}{note}")
+    print_sporadic(result)
     lat = result.get("latency")
     if lat:
         print(f"\nEnd to end at {lat['rate']:g} items/s for {lat['seconds']:g} s (dev broker → hubcast run → hubcast emulator), after the first {WARM_UP_SECONDS} s:")
@@ -571,6 +616,20 @@ def main():
                 for program in chosen:
                     print(f"quota {q:,}/s: {program}, {items:,} items", file=sys.stderr)
                     result["quota"][program].append(quota_run(programs, program, q, items, nginx, max(60.0, args.quota_timeout * items / q)))
+        if "sporadic" in sections:
+            # The one-in-seven hub has no quota: "goodput ÷ quota" there is left out (quota 1).
+            result["sporadic"] = {p: [] for p in chosen}
+            for program in chosen:
+                print(f"sporadic: {program}, 600 items, one in seven throttled", file=sys.stderr)
+                row = quota_run(programs, program, 1, 600, nginx, 120.0, port=nginx.sporadic_port)
+                row.update(kind="one in seven", quota=None, goodputToQuota=None)
+                result["sporadic"][program].append(row)
+                q = nginx.mixed_quota
+                items = int(q * args.quota_seconds)
+                print(f"sporadic: {program}, quota {q:,}/s + 5% throttled, {items:,} items", file=sys.stderr)
+                row = quota_run(programs, program, q, items, nginx, max(60.0, args.quota_timeout * items / q), port=nginx.mixed_port)
+                row.update(kind=f"quota {q:,}/s + 5%")
+                result["sporadic"][program].append(row)
         if "latency" in sections:
             print(f"latency: {args.latency_rate:g} items/s for {args.latency_seconds:g} s", file=sys.stderr)
             result["latency"] = latency_run(binary, python, args.latency_rate, args.latency_seconds, args.connections, work)

@@ -370,12 +370,12 @@ def delivered_count(s):
 
 
 def s1_429_storm(s):
-    """50% of sends answered 429 with Retry-After: 1 for 15 s, then the fault clears."""
+    """50% of sends answered 429 with Retry-After: 1 for 30 s, then the fault clears."""
     s.start()
     s.emulator.fault({"status": 429, "rate": 0.5, "retryAfter": 1})
     s.produce([item(1, n) for n in range(3000)])
     r = s.run(["--exit-when-idle", "3"])
-    time.sleep(15)
+    time.sleep(30)
     during = delivered_count(s)
     s.emulator.clear_faults()
     r.wait(120)
@@ -385,6 +385,47 @@ def s1_429_storm(s):
                          "throttled": r.last().get("throttled")}
     s.expect("exit 0", r.exit_code == 0, hard=True)
     s.expect("nothing dead-lettered for throttling", not read_dlq(s.dlqs))
+
+
+def s10_sporadic_throttling(s):
+    """One request in seven answered 429 with Retry-After: 1 whatever the rate; 600 items on six categories."""
+    s.start()
+    s.emulator.fault({"status": 429, "rate": 1 / 7, "retryAfter": 1})
+    items = [item(10, n) for n in range(600)]
+    s.produce(items)
+    r = s.run(["--exit-when-idle", "3"])
+    started = time.time()
+    all_in = wait_until(lambda: delivered_count(s) >= len(items), 60)
+    seconds = round(time.time() - started, 1)
+    stats = s.emulator.stats()
+    s.emulator.clear_faults()
+    r.wait(60)
+    s.extra["during"] = {"secondsToAll": seconds if all_in else None, "statusCounts": stats["statusCounts"],
+                         "throttled": r.last().get("throttled")}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+    s.expect("all 600 accepted within 20 s of the start", all_in and seconds <= 20)
+    s.expect("nothing dead-lettered for throttling", not read_dlq(s.dlqs))
+
+
+def s11_everything_at_once(s):
+    """30% of sends answered 429 (Retry-After: 1), 20% 503 and 10% of connections dropped; 300 items."""
+    s.start()
+    s.emulator.fault({"status": 429, "rate": 0.3, "retryAfter": 1})
+    s.emulator.fault({"status": 503, "rate": 0.2})
+    s.emulator.fault({"dropConnection": 0.1})
+    items = [item(11, n) for n in range(300)]
+    s.produce(items)
+    r = s.run(["--exit-when-idle", "3"])
+    started = time.time()
+    all_in = wait_until(lambda: delivered_count(s) >= len(items), 90)
+    seconds = round(time.time() - started, 1)
+    stats = s.emulator.stats()
+    s.emulator.clear_faults()
+    r.wait(60)
+    s.extra["during"] = {"secondsToAll": seconds if all_in else None, "statusCounts": stats["statusCounts"],
+                         "throttled": r.last().get("throttled"), "retried": r.last().get("retried")}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+    s.expect("all 300 accepted within 60 s of the start", all_in and seconds <= 60)
 
 
 def s2_5xx_drops(s):
@@ -670,6 +711,8 @@ SCENARIOS = [
     (7, "SIGKILL and restart", s7_sigkill),
     (8, "rebalance", s8_rebalance),
     (9, "fuzzed input", s9_fuzz),
+    (10, "sporadic throttling", s10_sporadic_throttling),
+    (11, "429, 503 and drops at once", s11_everything_at_once),
 ]
 
 

@@ -1,4 +1,5 @@
 import Broadcast
+import TestSupport
 import Testing
 
 /// A hub with a quota as nginx's `limit_req` enforces one (and Notification Hubs, by the minute):
@@ -27,31 +28,43 @@ struct SimulatedQuota {
     }
 }
 
-/// Drives a pacer against a simulated quota with unlimited demand, event by event on a simulated
-/// clock: sends answered after `roundTrip`, at most `concurrency` in flight.
+/// Drives a pacer against a simulated hub, event by event on a simulated clock: sends answered
+/// after `roundTrip`, at most `concurrency` in flight. The hub has a quota and may also throttle a
+/// share of requests whatever the rate (`sporadic`, until `sporadicUntil`: a namespace shared with
+/// others, or a storm). Demand is unlimited, or `items` that each go until accepted, a throttled
+/// one only once its own `Retry-After` is over, as the engine holds it.
 struct PacerSimulation {
     var pacer: HubPacer
     var quota: SimulatedQuota
     var roundTrip: Duration = .milliseconds(1)
     var concurrency = 64
     var retryAfter: Duration = .seconds(1)
-    /// Until this time, every other request is refused whatever the rate (a storm of 429s, as
-    /// `make faults` scenario 1 makes the emulator answer), quota or not.
-    var stormUntil: Duration = .zero
-    private var stormParity = false
+    var sporadic = 0.0
+    var sporadicUntil: Duration = .seconds(Int64.max / 2)
+    /// nil: unlimited demand.
+    var items: Int?
+    private var random = SeededGenerator(seed: 7)
+    private var ready: [Int] = []
+    private var waiting: [(notBefore: Duration, item: Int)] = []
+    private var nextItem = 0
     private(set) var acceptedAt: [Duration] = []
     private(set) var takenAt: [Duration] = []
     private(set) var throttled = 0
-    private var inFlight: [(at: Duration, accepted: Bool, epoch: Int)] = []
+    /// Retries that went before the Retry-After of the throttle they follow (must stay zero).
+    private(set) var earlyRetries = 0
+    private var retryDue: [Int: Duration] = [:]
+    private var inFlight: [(at: Duration, accepted: Bool, epoch: Int, item: Int)] = []
     private(set) var now: Duration = .zero
 
-    init(pacer: HubPacer = HubPacer(), quota: SimulatedQuota) {
+    init(pacer: HubPacer = HubPacer(), quota: SimulatedQuota = SimulatedQuota(rate: 1e9, burst: 1e9)) {
         self.pacer = pacer
         self.quota = quota
     }
 
+    var allAccepted: Bool { items.map { acceptedAt.count >= $0 } ?? false }
+
     mutating func run(until end: Duration, quotaChange: (at: Duration, rate: Double)? = nil) {
-        while now < end {
+        while now < end && !allAccepted {
             if let change = quotaChange, now >= change.at, quota.rate != change.rate {
                 quota.rate = change.rate
                 quota.burst = change.rate / 10
@@ -60,27 +73,39 @@ struct PacerSimulation {
             while let first = inFlight.first, first.at <= now {
                 inFlight.removeFirst()
                 if first.accepted {
-                    pacer.accepted(now: first.at)
+                    pacer.accepted(epoch: first.epoch, now: first.at)
                     acceptedAt.append(first.at)
                 } else {
                     pacer.throttled(epoch: first.epoch, retryAfter: retryAfter, now: first.at)
+                    waiting.append((first.at + retryAfter, first.item))
+                    retryDue[first.item] = first.at + retryAfter
                 }
             }
-            while inFlight.count < concurrency, let epoch = pacer.take(now: now) {
+            while let first = waiting.first, first.notBefore <= now {
+                ready.append(waiting.removeFirst().item)
+            }
+            while inFlight.count < concurrency, hasDemand, let epoch = pacer.take(now: now) {
+                let item = ready.isEmpty ? newItem() : ready.removeFirst()
+                if let due = retryDue[item], now < due { earlyRetries += 1 }
                 takenAt.append(now)
                 var accepted = quota.admit(now: now)
-                if now < stormUntil {
-                    stormParity.toggle()
-                    accepted = accepted && stormParity
-                }
+                if now < sporadicUntil, Double.random(in: 0..<1, using: &random) < sporadic { accepted = false }
                 if !accepted { throttled += 1 }
-                inFlight.append((now + roundTrip, accepted, epoch))
+                inFlight.append((now + roundTrip, accepted, epoch, item))
             }
             var next = now + .microseconds(200)
             if let answer = inFlight.first?.at { next = min(next, answer) }
-            if inFlight.count < concurrency, let token = pacer.nextTokenAt(now: now) { next = min(next, token) }
+            if let retry = waiting.first?.notBefore { next = min(next, retry) }
+            if inFlight.count < concurrency, hasDemand, let token = pacer.nextTokenAt(now: now) { next = min(next, token) }
             now = max(next, now + .nanoseconds(100))
         }
+    }
+
+    private var hasDemand: Bool { !ready.isEmpty || items.map { nextItem < $0 } ?? true }
+
+    private mutating func newItem() -> Int {
+        defer { nextItem += 1 }
+        return nextItem
     }
 
     func acceptedPerSecond(from start: Duration, to end: Duration) -> Double {
@@ -97,9 +122,9 @@ struct PacerSimulation {
         sim.run(until: .seconds(60))
         let goodput = sim.acceptedPerSecond(from: .zero, to: .seconds(60)) / quota
         let settled = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(60)) / quota
-        #expect(goodput >= 0.85, "over the whole minute, cold start included: \(goodput)")
-        #expect(settled >= 0.9 && settled <= 1.01, "once settled, within 10% of the quota: \(settled)")
-        #expect(sim.throttledShare <= 0.05, "throttled: \(sim.throttledShare)")
+        #expect(goodput >= 0.9, "over the whole minute, cold start included: \(goodput)")
+        #expect(settled >= 0.95 && settled <= 1.01, "once settled, within 5% of the quota: \(settled)")
+        #expect(sim.throttledShare <= 0.02, "throttled: \(sim.throttledShare)")
     }
 
     @Test(arguments: [(1000.0, 2000.0), (2000.0, 1000.0), (1000.0, 300.0)])
@@ -116,24 +141,69 @@ struct PacerSimulation {
     @Test func aStormOfRefusalsLeavesNoLowCeilingBehind() {
         // Half of all sends refused for 15 s, then a hub with room for 5,000/s.
         var sim = PacerSimulation(quota: SimulatedQuota(rate: 5000, burst: 250))
-        sim.stormUntil = .seconds(15)
+        sim.sporadic = 0.5
+        sim.sporadicUntil = .seconds(15)
         sim.run(until: .seconds(45))
-        // Spells of a few sends each measure nothing: the pacer probes by doubling, not along a
-        // half-minute curve from the storm's trickle.
         let after = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(45))
-        #expect(after >= 0.8 * 5000, "15 s after the storm: \(after)/s")
+        #expect(after >= 0.9 * 5000, "15 s after the storm: \(after)/s")
+    }
+
+    @Test func aStormOfRefusalsDoesNotSlowTheAcceptedHalf() {
+        // Half of all sends refused for 15 s on a hub with no quota in reach: the other half
+        // goes at full speed, and the refused ones wait their Retry-After.
+        var sim = PacerSimulation()
+        sim.sporadic = 0.5
+        sim.sporadicUntil = .seconds(15)
+        sim.run(until: .seconds(20))
+        let unthrottled = Double(sim.concurrency) / sim.roundTrip.inSeconds
+        let during = sim.acceptedPerSecond(from: .seconds(5), to: .seconds(15))
+        #expect(during >= 0.4 * unthrottled, "during the storm: \(during)/s of \(unthrottled)/s")
+        #expect(sim.earlyRetries == 0)
+    }
+
+    @Test(arguments: [1.0 / 7, 0.02, 0.3])
+    func sporadicThrottlingKeepsFullSpeed(share: Double) {
+        // A hub that throttles a share of requests whatever the rate: only those wait.
+        var sim = PacerSimulation()
+        sim.sporadic = share
+        sim.run(until: .seconds(30))
+        let unthrottled = Double(sim.concurrency) / sim.roundTrip.inSeconds
+        let accepted = sim.acceptedPerSecond(from: .seconds(10), to: .seconds(30))
+        #expect(accepted >= 0.85 * (1 - share) * unthrottled, "accepted \(accepted)/s of \(unthrottled)/s")
+        #expect(sim.pacer.sporadicShare > 0, "the share was learnt")
+    }
+
+    @Test func sixHundredItemsOnAHubThrottlingOneInSevenAreAllAcceptedAtOnce() {
+        var sim = PacerSimulation()
+        sim.sporadic = 1.0 / 7
+        sim.items = 600
+        sim.run(until: .seconds(60))
+        #expect(sim.allAccepted)
+        // Four rounds of one-second Retry-After leave 600 × 7⁻⁴ ≈ 0.25 unsent.
+        #expect(sim.acceptedAt.last.map { $0 < .seconds(8) } == true, "last accepted at \(String(describing: sim.acceptedAt.last))")
+        #expect(sim.earlyRetries == 0, "no send goes again before its Retry-After")
+    }
+
+    @Test(arguments: [200.0, 2000])
+    func aQuotaWithSporadicThrottlingOnTopIsStillFound(quota: Double) {
+        var sim = PacerSimulation(quota: SimulatedQuota(rate: quota, burst: quota / 10))
+        sim.sporadic = 0.05
+        sim.run(until: .seconds(60))
+        let goodput = sim.acceptedPerSecond(from: .zero, to: .seconds(60)) / quota
+        let settled = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(60)) / quota
+        #expect(goodput >= 0.85, "over the whole minute: \(goodput)")
+        #expect(settled <= 1.01, "never above the quota: \(settled)")
+        #expect(sim.throttledShare <= 0.15, "throttled: \(sim.throttledShare)")
     }
 
     @Test func afterAQuietSpellTheRateIsWhatTheHubLastTookNotTheStormsTrickle() {
-        // A storm, then a hub that never throttles: the rate doubles up and is never cut again.
-        var sim = PacerSimulation(quota: SimulatedQuota(rate: 1_000_000, burst: 1_000_000))
-        sim.stormUntil = .seconds(15)
-        sim.run(until: .seconds(35))
-        let taken = sim.acceptedPerSecond(from: .seconds(34), to: .seconds(35))
-        #expect(taken >= 5000, "the rate came back: \(taken)/s")
-        // Breaking news after a quiet minute goes out at about the rate the hub last took.
+        // A quota found, then a quiet minute: breaking news goes out at about the rate the hub
+        // last took.
+        var sim = PacerSimulation(quota: SimulatedQuota(rate: 3000, burst: 300))
+        sim.run(until: .seconds(30))
+        let taken = sim.acceptedPerSecond(from: .seconds(29), to: .seconds(30))
         let afterQuiet = sim.pacer.rate(now: sim.now + .seconds(60)) ?? .infinity
-        #expect(afterQuiet >= 0.9 * taken, "after a minute without sends: \(afterQuiet)/s")
+        #expect(afterQuiet >= 0.9 * taken, "after a minute without sends: \(afterQuiet)/s, \(taken)/s before")
     }
 
     @Test func unthrottledIsUnpaced() {
@@ -143,34 +213,55 @@ struct PacerSimulation {
         #expect(pacer.nextTokenAt(now: .zero) == nil)
     }
 
-    @Test func retryAfterPausesEverySendToTheHub() {
+    @Test func aThrottleCutsTheRateButPausesNothing() {
         var pacer = HubPacer()
-        let epoch = pacer.take(now: .zero)!
-        for _ in 0..<10 { _ = pacer.take(now: .zero) }
-        pacer.throttled(epoch: epoch, retryAfter: .seconds(3), now: .milliseconds(1))
-        for ms in stride(from: 1, to: 3001, by: 50) {
-            #expect(pacer.take(now: .milliseconds(Int64(ms))) == nil, "paused at \(ms) ms")
+        for ms in 0..<1000 {
+            let epoch = pacer.take(now: .milliseconds(Int64(ms)))!
+            pacer.accepted(epoch: epoch, now: .milliseconds(Int64(ms)))
         }
-        #expect(pacer.nextTokenAt(now: .seconds(1)) == .milliseconds(3001))
-        #expect(pacer.take(now: .milliseconds(3001)) == epoch + 1)
+        let epoch = pacer.take(now: .milliseconds(1000))!
+        pacer.throttled(epoch: epoch, retryAfter: .seconds(3), now: .milliseconds(1001))
+        #expect(pacer.epoch == epoch + 1)
+        #expect(pacer.pausedUntil == .zero, "only the throttled send waits its Retry-After")
+        let rate = pacer.rate(now: .milliseconds(1001))
+        #expect(rate.map { $0 > 850 && $0 < 950 } == true, "0.9 × the 1,000/s accepted: \(String(describing: rate))")
+        #expect(pacer.take(now: .milliseconds(1002)) == epoch + 1)
     }
 
-    @Test func sendsOfAnEarlierEpochExtendThePauseButDoNotLowerTheRateAgain() {
+    @Test func sendsOfAnEarlierEpochDoNotLowerTheRateAgain() {
         var pacer = HubPacer()
-        let epoch = pacer.take(now: .zero)!
-        for ms in 1...1000 { _ = pacer.take(now: .milliseconds(Int64(ms))); pacer.accepted(now: .milliseconds(Int64(ms))) }
-        pacer.throttled(epoch: epoch, retryAfter: .seconds(1), now: .milliseconds(1001))
-        var once = pacer
-        #expect(once.take(now: .milliseconds(2001)) == epoch + 1)
-        let rateAfterOne = once.rate(now: .milliseconds(3001))
-        pacer.throttled(epoch: epoch, retryAfter: .seconds(1), now: .milliseconds(1500))
-        #expect(pacer.epoch == epoch + 1)
-        #expect(pacer.pausedUntil == .milliseconds(2500), "the later Retry-After still counts")
-        #expect(pacer.take(now: .milliseconds(2400)) == nil)
-        #expect(pacer.take(now: .milliseconds(2500)) == epoch + 1)
-        // The same cut, only later: one decrease for the two throttles.
-        #expect(pacer.rate(now: .milliseconds(3500)) == rateAfterOne)
-        #expect(rateAfterOne.map { $0 > 800 && $0 < 1000 } == true, "about 0.9 × the 1,000/s accepted: \(String(describing: rateAfterOne))")
+        var epochs: [Int] = []
+        for ms in 0..<1000 {
+            let epoch = pacer.take(now: .milliseconds(Int64(ms)))!
+            epochs.append(epoch)
+            if ms < 990 { pacer.accepted(epoch: epoch, now: .milliseconds(Int64(ms))) }
+        }
+        pacer.throttled(epoch: 0, retryAfter: .seconds(1), now: .milliseconds(1000))
+        let once = pacer
+        // Nine more sends of the old rate throttled: the same cut.
+        for ms in 1...9 { pacer.throttled(epoch: 0, retryAfter: .seconds(1), now: .milliseconds(Int64(1000 + ms))) }
+        #expect(pacer.epoch == 1)
+        #expect(pacer.rate(now: .milliseconds(1009)) == once.rate(now: .milliseconds(1009)))
+        #expect(pacer.pausedUntil == .zero)
+    }
+
+    @Test func aHubRefusingNearlyEverythingPausesEverySendForItsRetryAfter() {
+        var pacer = HubPacer()
+        var sent: [Int] = []
+        for _ in 0..<40 { sent.append(pacer.take(now: .zero)!) }
+        // The first throttle cuts; the sends of the cut rate are refused too.
+        pacer.throttled(epoch: sent[0], retryAfter: .seconds(3), now: .milliseconds(1))
+        var t: Int64 = 2
+        while pacer.pausedUntil == .zero, t < 10_000 {
+            if let epoch = pacer.take(now: .milliseconds(t)) {
+                pacer.throttled(epoch: epoch, retryAfter: .seconds(3), now: .milliseconds(t))
+            }
+            t += 1
+        }
+        #expect(pacer.pausedUntil == .milliseconds(t - 1) + .seconds(3), "paused for the Retry-After")
+        #expect(pacer.take(now: .milliseconds(t)) == nil)
+        #expect(pacer.nextTokenAt(now: .milliseconds(t)) == pacer.pausedUntil)
+        #expect(pacer.take(now: pacer.pausedUntil) == pacer.epoch)
     }
 
     @Test func neverExceedsMaxRate() {

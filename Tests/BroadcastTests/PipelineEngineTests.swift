@@ -164,7 +164,8 @@ import Testing
         done.add(e.received((0..<8).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
         for (id, _) in done.sends { done.add(e.sendFinished(id, .throttled(retryAfter: .seconds(5)), now: .seconds(1))) }
         #expect(done.deadLetters.isEmpty)
-        #expect(done.sends.count == 8, "Retry-After pauses the whole hub")
+        #expect(done.sends.count == 8, "each throttled send waits its Retry-After")
+        #expect(e.wakeAt(now: .seconds(1)) == .seconds(6), "and the engine is woken when it is over")
         done.add(e.tick(now: seconds(5.9)))
         #expect(done.sends.count == 8)
         done.add(e.tick(now: .seconds(6)))
@@ -172,6 +173,34 @@ import Testing
         #expect(e.paceRate(now: .seconds(6)) != nil, "throttling turned pacing on")
         for (id, _) in done.sends.dropFirst(8) { done.add(e.sendFinished(id, .delivered, now: .seconds(6))) }
         #expect(done.deadLetters.isEmpty)
+    }
+
+    @Test func aThrottledSendWaitsItsOwnRetryAfterWhileTheOthersGoOn() {
+        var e = engine { $0.maxInFlight = 2 }
+        var done = Performed(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<6).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        #expect(done.sends.map(\.send) == ["s0", "s1"])
+        done.add(e.sendFinished(done.id(of: "s0")!, .throttled(retryAfter: .seconds(3)), now: .milliseconds(1)))
+        done.add(e.sendFinished(done.id(of: "s1")!, .delivered, now: .milliseconds(1)))
+        // Deliver whatever starts, on a clock moving a millisecond at a time, for three seconds.
+        var t: Int64 = 1
+        var answered = 2
+        var retriedAt: Int64?
+        while t < 4000 {
+            while answered < done.sends.count {
+                let (id, send) = done.sends[answered]
+                answered += 1
+                if send == "s0" { retriedAt = retriedAt ?? t }
+                done.add(e.sendFinished(id, .delivered, now: .milliseconds(t)))
+            }
+            t += 1
+            done.add(e.tick(now: .milliseconds(t)))
+        }
+        let order = done.sends.map(\.send)
+        #expect(order.prefix(6) == ["s0", "s1", "s2", "s3", "s4", "s5"], "the others went on: \(order)")
+        #expect(order.count == 7, "s0 once more")
+        #expect(retriedAt.map { $0 >= 3001 } == true, "not before its Retry-After: \(String(describing: retriedAt))")
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 6)])
     }
 
     @Test func aFailedDeadLetterWriteNeverCommitsPastTheItem() {

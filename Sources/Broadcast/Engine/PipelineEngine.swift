@@ -51,6 +51,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     private var sendQueue: Deque<Job> = []
     /// Sends that went out and must go again (hub unavailable, throttled): they go first, in order.
     private var heldQueue: Deque<Job> = []
+    /// Throttled sends, each until its own `Retry-After` is over (then held), in that order.
+    private var throttledQueue: Deque<(notBefore: Duration, job: Job)> = []
     private var deadLetterQueue: Deque<Job> = []
     private var running: [JobID: Running] = [:]
     private var revokes: [RevokeID: PendingRevoke] = [:]
@@ -79,17 +81,20 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// Sends started and not yet ended (dead-letter writes not included).
     public var sendsInFlight: Int { running.values.count { $0.isSend && !$0.orphaned } }
     /// Jobs waiting for a slot.
-    public var queued: Int { heldQueue.count + sendQueue.count + deadLetterQueue.count }
+    public var queued: Int { heldQueue.count + throttledQueue.count + sendQueue.count + deadLetterQueue.count }
     /// Sends allowed in flight.
     public var limit: Int { configuration.maxInFlight }
     /// Sends per second allowed now (nil: not paced, the hub has not throttled).
     public func paceRate(now: Duration) -> Double? { pacer.rate(now: now) }
 
     /// When the shell must wake the engine (with `tick`) although no event came: a send waits for
-    /// the pacer's next token. nil: no wait, or one that an event or the regular tick ends.
+    /// the pacer's next token, or a throttled one for its `Retry-After`. nil: no wait, or one that
+    /// an event or the regular tick ends.
     public func wakeAt(now: Duration) -> Duration? {
-        guard phase == .running, running.count < limit, !heldQueue.isEmpty || !sendQueue.isEmpty else { return nil }
-        return pacer.nextTokenAt(now: now)
+        guard phase == .running, running.count < limit else { return nil }
+        let retryAt = throttledQueue.first?.notBefore
+        guard !heldQueue.isEmpty || !sendQueue.isEmpty, let token = pacer.nextTokenAt(now: now) else { return retryAt }
+        return min(token, retryAt ?? token)
     }
     public func isOwned(_ partition: TopicPartition) -> Bool { owned.contains(partition) }
 
@@ -126,6 +131,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         // Sends not started stay unfinished: the next owner reads them from the committed offset.
         sendQueue.removeAll { leaving.contains($0.position.partition) }
         heldQueue.removeAll { leaving.contains($0.position.partition) }
+        throttledQueue.removeAll { leaving.contains($0.job.position.partition) }
         if phase == .finished {
             return [completeRevoke(id, leaving)]
         }
@@ -181,7 +187,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         switch outcome {
         case .delivered:
             lastAnswerAt = now
-            pacer.accepted(now: now)
+            pacer.accepted(epoch: run.epoch, now: now)
             if case .unavailable(let since, _) = hub {
                 hub = .available
                 actions.append(.reportHubAvailable(after: now - since, heldSends: heldQueue.count, failedProbes: failedProbes))
@@ -210,9 +216,10 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             hold(run)
         case .throttled(let retryAfter):
             lastAnswerAt = now
-            // The pacer pauses every send to the hub, and lowers its rate once per epoch.
-            pacer.throttled(epoch: run.epoch, retryAfter: retryAfter, now: now)
-            hold(run)
+            // This send waits its own Retry-After, never less; the others are the pacer's to pace.
+            let wait = retryAfter ?? configuration.pacing.defaultPause
+            pacer.throttled(epoch: run.epoch, retryAfter: wait, now: now)
+            holdThrottled(run, until: now + wait)
         case .abandoned:
             break
         }
@@ -287,6 +294,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             // Not started: stays uncommitted and is read again after the restart.
             sendQueue.removeAll()
             heldQueue.removeAll()
+            throttledQueue.removeAll()
             return settle(now: now)
         case .draining:
             return finish()
@@ -310,12 +318,25 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// A send that must go again, before any new one, unless its partition left or the run is
     /// stopping. A failed probe keeps its place at the head: it is the oldest.
     private mutating func hold(_ run: Running) {
-        guard !run.orphaned, phase == .running, owned.contains(run.job.position.partition) else { return }
+        guard mayGoAgain(run) else { return }
         if run.isProbe {
             heldQueue.prepend(run.job)
         } else {
             heldQueue.append(run.job)
         }
+    }
+
+    /// A throttled send, held until `notBefore`: the queue stays in that order (the Retry-Afters
+    /// of one hub are mostly the same, so this is an append).
+    private mutating func holdThrottled(_ run: Running, until notBefore: Duration) {
+        guard mayGoAgain(run) else { return }
+        var index = throttledQueue.endIndex
+        while index > throttledQueue.startIndex, throttledQueue[index - 1].notBefore > notBefore { index -= 1 }
+        throttledQueue.insert((notBefore, run.job), at: index)
+    }
+
+    private func mayGoAgain(_ run: Running) -> Bool {
+        !run.orphaned && phase == .running && owned.contains(run.job.position.partition)
     }
 
     private mutating func jobEnded(_ run: Running) {
@@ -350,6 +371,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         phase = .finished
         sendQueue.removeAll()
         heldQueue.removeAll()
+        throttledQueue.removeAll()
         deadLetterQueue.removeAll()
         var actions: [Action] = []
         for (id, revoke) in revokes.sorted(by: { $0.key < $1.key }) {
@@ -394,6 +416,9 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             actions.append(.writeDeadLetter(job.id, record))
         }
         guard phase == .running else { return }
+        while let first = throttledQueue.first, first.notBefore <= now {
+            heldQueue.append(throttledQueue.removeFirst().job)
+        }
         var probe = false
         if case .unavailable = hub {
             // One send at a time probes an unavailable hub.

@@ -2,30 +2,38 @@ import Foundation
 import Kafka
 
 /// Paces the sends to one hub (namespace) to its quota, which nobody tells us: a token bucket whose
-/// rate is learnt from throttling.
+/// rate is learnt from throttling, and that tells a quota from throttling that has nothing to do
+/// with our rate.
 ///
 /// A quota refuses the excess rather than slowing accepted sends, and a send takes half a
 /// millisecond, so neither latency nor a concurrency limit says anything: the signal is throttled
-/// versus accepted, and the accepted rate before a throttle is the estimate of the quota.
+/// versus accepted. But a hub also throttles requests that are not over our quota (a namespace
+/// shared with other senders, the service's own load): a fixed share, whatever the rate. Cutting
+/// the rate for those buys nothing, and cutting it again and again collapses it.
 ///
+/// - A throttled send always waits its own `Retry-After` (the engine holds it); the pacer decides
+///   what the other sends do.
 /// - Until the first throttle (and without `maxRate`) nothing is paced: an unthrottled hub gets
 ///   everything the concurrency limit allows.
-/// - A throttle pauses every send to the hub for its `Retry-After`: the hub speaks to the whole
-///   client. When the pause ends, the accepted rate of the spell that ended in the throttle (its
-///   last second; the late answers of the sends in flight included) becomes the ceiling.
-/// - From a ceiling measured over half a second or more, the rate climbs back along a cubic
-///   (RFC 8312's shape): from `decrease` × ceiling quickly to a level just under it (`plateau`),
-///   where it stays for long — the hub's burst allowance makes the ceiling a slight over-estimate,
-///   and every throttle costs a whole pause —, then ever faster past it. Beyond `probeAbove` × the
-///   level the quota has evidently risen: the rate doubles every `doubling` until throttled.
-/// - From a shorter spell (the first throttle of a burst, or right after a pause), or one that
-///   accepted only a few sends, the estimate is mostly the hub's burst allowance or chance: the
-///   rate at least halves and probes upward by doubling.
-/// - Sends throttled that were started before the last decrease extend the pause but do not
-///   lower the rate again: they speak of the rate that was already cut (`epoch`).
+/// - The first throttle of a send started at the current rate cuts the rate once (a new `epoch`):
+///   from a spell of half a second or more, to the accepted rate of its last second, then back up
+///   along a cubic (RFC 8312's shape) to just under it (`plateau`), where it stays for long, then
+///   ever faster past it, and doubling beyond `probeAbove` × the level (the quota has risen). From
+///   a shorter spell (a cold start's burst allowance) the rate at least halves and probes upward
+///   by doubling.
+/// - The answers of the sends started at the cut rate judge the cut, once there are enough to
+///   expect four throttles at the share before it. The share as high as before although the rate
+///   fell (a quota would have shed the excess): the throttling is sporadic; the rate goes back to
+///   what it was before the cut, and throttles at that share or a little above are not cut for
+///   again (the share is forgotten over `sporadicHalfLife`). Few throttled: it was a quota, and the
+///   rate stays cut. Throttled as a quota still exceeded would be: cut again and judge again.
+/// - Nearly every send of an epoch throttled (`severeShare`): the hub is refusing us, not sampling
+///   us. Every send waits the `Retry-After`, and the rate is cut.
+/// - Sends throttled that were started before the last cut do not cut again: they speak of the
+///   rate that was already cut.
 ///
 /// A value: no clock, no lock; `now` is a time since any fixed origin, as in `PipelineEngine`.
-/// Simulated against a token-bucket hub in `HubPacerTests`.
+/// Simulated against a token-bucket hub, a sporadically throttling one and both in `HubPacerTests`.
 public struct HubPacer: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         /// A known quota in sends per second: never exceeded. nil: learnt from throttling alone.
@@ -46,14 +54,25 @@ public struct HubPacer: Sendable, Equatable {
         public var minRate = 1.0
         /// Tokens saved up at most, as time at the current rate: the burst after an idle spell.
         public var burst: Duration = .milliseconds(10)
-        /// The pause after a throttle that gave no `Retry-After`.
+        /// The wait after a throttle that gave no `Retry-After`.
         public var defaultPause: Duration = .seconds(1)
         /// A spell shorter than this measured the hub's burst allowance more than its quota.
         public var reliableSpell: Duration = .milliseconds(500)
-        /// A spell that accepted fewer sends than this measured too little to stand for the quota
-        /// (a storm of refusals at any rate leaves spells of two or three sends): probe instead of
-        /// creeping up from it for half a minute.
+        /// A spell that accepted fewer sends than this measured too little to stand for the quota:
+        /// probe instead of creeping up from it for half a minute.
         public var reliableCount = 20.0
+        /// Answers of the sends started after a cut that judge it, at least; more when the share
+        /// throttled before the cut was small (enough to expect four throttles), up to `judgedAtMost`.
+        public var judgedAfter = 20
+        public var judgedAtMost = 400
+        /// An epoch shorter than this has not measured its rates: a cut is judged (and cut again
+        /// for) no sooner, unless the hub refuses nearly everything.
+        public var judgedSpell: Duration = .milliseconds(100)
+        /// At least this share of an epoch's answers throttled: the hub refuses nearly everything,
+        /// and every send waits for its `Retry-After`.
+        public var severeShare = 0.8
+        /// A learnt share of sporadic throttles counts half as much after this long.
+        public var sporadicHalfLife: Duration = .seconds(30)
 
         public init() {}
     }
@@ -64,36 +83,90 @@ public struct HubPacer: Sendable, Equatable {
         case unpaced
         /// A known quota (`maxRate`) and no throttle heard: paced at it.
         case fixed
-        /// Paused by a throttle; the rate is decided when the pause ends (`Decrease`).
-        case paused
         /// From `decrease` × `ceiling` to `plateau` × `ceiling` along the cubic from `since`, then past it.
         case recovering(ceiling: Double, since: Duration)
         /// Doubling from `from` at `since`, until throttled.
         case probing(from: Double, since: Duration)
     }
 
-    /// What a throttle left to decide once its pause is over (and the answers of the sends then in
-    /// flight are in).
+    /// The sends started in one epoch and what became of them.
+    private struct EpochSends: Sendable, Equatable {
+        var startedAt: Duration?
+        var endedAt: Duration?
+        /// Paced (not a cold start's or a `maxRate`-free burst): its rate means something.
+        var paced = false
+        /// The rate paced at when it ended.
+        var endRate: Double?
+        var taken = 0
+        var answered = 0
+        var throttled = 0
+        /// The same over about the last 100 to 200 answers: halved whenever they pass 200.
+        var recentAnswered = 0.0
+        var recentThrottled = 0.0
+
+        var share: Double { answered > 0 ? Double(throttled) / Double(answered) : 0 }
+        var recentShare: Double { recentAnswered > 0 ? recentThrottled / recentAnswered : 0 }
+
+        mutating func answer(throttled isThrottled: Bool) {
+            answered += 1
+            recentAnswered += 1
+            if isThrottled {
+                throttled += 1
+                recentThrottled += 1
+            }
+            if recentAnswered >= 200 {
+                recentAnswered /= 2
+                recentThrottled /= 2
+            }
+        }
+        var accepted: Double { Double(answered - throttled) }
+
+        func duration(now: Duration) -> Duration {
+            startedAt.map { (endedAt ?? now) - $0 } ?? .zero
+        }
+
+        /// Sends started per second.
+        func sendRate(now: Duration) -> Double {
+            Double(taken) / max(duration(now: now), .milliseconds(1)).inSeconds
+        }
+    }
+
+    /// A severe throttle's cut, decided when its pause is over (and the answers of the sends then
+    /// in flight are in).
     private struct Decrease: Sendable, Equatable {
-        /// The rate paced at when throttled (infinite if unpaced).
+        /// The rate paced at when throttled.
         var pacedRate: Double
         var spell: Duration
         /// Accepted per second over the last second of the spell, measured when throttled.
         var lastSecond: Double
     }
 
+    /// What the rate was before the first of a run of cuts: where a sporadic verdict returns.
+    private struct Before: Sendable, Equatable {
+        var mode: Mode
+        var lastCeiling: Double?
+        var provenRate: Double
+    }
+
     public let configuration: Configuration
     public private(set) var mode: Mode
-    /// Incremented by every decrease; a send carries the epoch it was started in.
+    /// Incremented by every cut; a send carries the epoch it was started in.
     public private(set) var epoch = 0
-    /// Nothing is sent before this (a `Retry-After`).
+    /// Nothing is sent before this: a `Retry-After` while the hub refuses nearly everything.
     public private(set) var pausedUntil: Duration = .zero
+    /// The share of sends the hub throttles whatever the rate, as last judged, and when.
+    public private(set) var sporadicShare = 0.0
+    private var sporadicJudgedAt: Duration = .zero
+    private var current = EpochSends()
+    private var previous: EpochSends?
+    /// Set while the current epoch's sends judge a cut.
+    private var judging: Before?
     private var decrease: Decrease?
-    private var tokens = 1.0
-    private var refilledAt: Duration?
-    /// When sending resumed after the last pause (or first began), and what was accepted since.
+    /// When sending last resumed after a pause (or first began), and what was accepted since.
     private var spellStart: Duration?
     private var spellAccepted = 0.0
+    private var tokens = 1.0
+    private var refilledAt: Duration?
     private var accepted = RateWindow()
     private var taken = RateWindow()
     /// The last estimate of the quota, for the cap on a rate that was never tried.
@@ -109,12 +182,11 @@ public struct HubPacer: Sendable, Equatable {
 
     /// Sends per second allowed now; nil when unpaced, zero while paused.
     public func rate(now: Duration) -> Double? {
+        if now < pausedUntil { return 0 }
         let learnt: Double
         switch mode {
         case .unpaced, .fixed:
             return configuration.maxRate
-        case .paused:
-            return 0
         case .recovering(let ceiling, let since):
             learnt = cubic(ceiling: ceiling, at: now - since)
         case .probing(let from, let since):
@@ -130,8 +202,8 @@ public struct HubPacer: Sendable, Equatable {
         return max(rate, configuration.minRate)
     }
 
-    /// Takes a token if one is there: the epoch to report a throttle of this send with, or nil
-    /// (ask again at `nextTokenAt`).
+    /// Takes a token if one is there: the epoch to report this send's answer with, or nil (ask
+    /// again at `nextTokenAt`).
     public mutating func take(now: Duration) -> Int? {
         guard now >= pausedUntil else { return nil }
         advance(now: now)
@@ -142,6 +214,11 @@ public struct HubPacer: Sendable, Equatable {
             tokens -= 1
         }
         taken.add(now: now)
+        if current.startedAt == nil {
+            current.startedAt = now
+            current.paced = mode != .unpaced
+        }
+        current.taken += 1
         return epoch
     }
 
@@ -158,47 +235,156 @@ public struct HubPacer: Sendable, Equatable {
         return now + .seconds((wanted - pacer.tokens) / rate)
     }
 
-    public mutating func accepted(now: Duration) {
+    /// A send started in `epoch` was accepted.
+    public mutating func accepted(epoch sendEpoch: Int, now: Duration) {
         accepted.add(now: now)
         spellAccepted += 1
         if lastCeiling != nil { provenRate = max(provenRate, accepted.perSecond(now: now, since: nil)) }
-    }
-
-    /// A send started in `epoch` was throttled: pause the hub; lower the rate once per epoch.
-    public mutating func throttled(epoch sendEpoch: Int, retryAfter: Duration?, now: Duration) {
-        pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
+        count(sendEpoch, throttled: false)
         guard sendEpoch == epoch else { return }
-        epoch += 1
-        let spellStart = spellStart ?? now
-        decrease = Decrease(pacedRate: rate(now: now) ?? .infinity, spell: now - spellStart,
-                            lastSecond: accepted.perSecond(now: now, since: spellStart))
-        mode = .paused
-    }
-
-    // MARK: Internals
-
-    private func capacity(_ rate: Double) -> Double { max(1, rate * configuration.burst.inSeconds) }
-
-    private mutating func refill(rate: Double, now: Duration) {
-        if let refilledAt, now > refilledAt {
-            tokens = min(capacity(rate), tokens + (now - refilledAt).inSeconds * rate)
-        }
-        refilledAt = now
-    }
-
-    /// Decides the rate once a pause is over; turns the cubic into doubling past its bound.
-    private mutating func advance(now: Duration) {
-        if let decrease, now >= pausedUntil {
-            self.decrease = nil
-            resume(after: decrease)
-        }
-        guard case .recovering(let ceiling, let since) = mode, now > since else { return }
-        let rate = cubic(ceiling: ceiling, at: now - since)
-        if rate >= ceiling * configuration.plateau * configuration.probeAbove {
+        judgeIfDue(now: now)
+        // The sporadic throttling is over (a storm passed): what was measured under it is too
+        // low, so look upward by doubling rather than along the half-minute curve.
+        if case .recovering = mode, sporadicShare > 0, current.recentAnswered >= 100, current.recentThrottled < 1,
+           let rate = rate(now: now) {
+            sporadicShare = 0
             mode = .probing(from: rate, since: now)
         }
     }
 
+    /// A send started in `epoch` was throttled. It waits its own `Retry-After` (the caller's
+    /// part); here the rate is cut, judged, or left alone.
+    public mutating func throttled(epoch sendEpoch: Int, retryAfter: Duration?, now: Duration) {
+        count(sendEpoch, throttled: true)
+        // Sends of an earlier epoch speak of a rate already cut.
+        guard sendEpoch == epoch else { return }
+        if current.answered >= configuration.judgedAfter && current.share >= configuration.severeShare {
+            let spellStart = spellStart ?? now
+            decrease = Decrease(pacedRate: rate(now: now) ?? current.sendRate(now: now), spell: now - spellStart,
+                                lastSecond: accepted.perSecond(now: now, since: spellStart))
+            if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate) }
+            pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
+            current.endRate = decrease?.pacedRate
+            startEpoch(at: pausedUntil)
+        } else if judging != nil {
+            judgeIfDue(now: now)
+        } else if !looksSporadic(now: now) {
+            cut(now: now)
+        }
+    }
+
+    // MARK: Internals
+
+    private mutating func count(_ sendEpoch: Int, throttled: Bool) {
+        if sendEpoch == epoch {
+            current.answer(throttled: throttled)
+        } else if sendEpoch == epoch - 1, previous != nil {
+            previous?.answer(throttled: throttled)
+        }
+    }
+
+    /// The learnt sporadic share, as much of it as is still remembered.
+    private func sporadic(now: Duration) -> Double {
+        sporadicShare * pow(0.5, max(0, (now - sporadicJudgedAt) / configuration.sporadicHalfLife))
+    }
+
+    /// A throttle outside a judgement: within the sporadic share we know, it is no news (and
+    /// confirms it).
+    private mutating func looksSporadic(now: Duration) -> Bool {
+        let known = sporadic(now: now)
+        guard known >= 0.01 else { return false }
+        // The share at the current rate, lately. Too few answers to measure it: a known sporadic
+        // hub is the likelier story.
+        let answered = current.recentAnswered
+        let share = current.recentShare
+        guard answered >= Double(configuration.judgedAfter) else { return true }
+        guard share <= known + margin(known, answers: answered) else { return false }
+        // Still there: remembered afresh.
+        sporadicJudgedAt = now
+        return true
+    }
+
+    /// Four standard deviations of a share measured over `answers`, at least 3%: a share up to
+    /// this much above the sporadic one is chance (a quota adds to it as the rate grows). Four,
+    /// because it is asked at every throttle: at two, chance alone would cut every few seconds.
+    private func margin(_ share: Double, answers: Double) -> Double {
+        max(0.03, 4 * (share * (1 - share) / max(1, answers)).squareRoot())
+    }
+
+    /// Once enough sends of the cut rate have answered: keep the cut, undo it, or cut again.
+    private mutating func judgeIfDue(now: Duration) {
+        guard let before = judging, let previous else { return }
+        let c = configuration
+        let wanted = min(c.judgedAtMost, max(c.judgedAfter, Int(4 / max(previous.recentShare, 0.01))))
+        // Throttled beyond the sporadic share known: the cut did not reach under the quota.
+        let stillThrottled = current.throttled >= 4 && current.answered >= c.judgedAfter / 2
+            && current.share > sporadic(now: now) + margin(sporadic(now: now), answers: Double(current.answered))
+        guard current.duration(now: now) >= c.judgedSpell, current.answered >= wanted || stillThrottled else { return }
+        let share = current.share
+        if share < c.severeShare, isSporadic(share, before: previous, now: now) {
+            sporadicShare = share
+            sporadicJudgedAt = now
+            mode = before.mode
+            lastCeiling = before.lastCeiling
+            provenRate = before.provenRate
+            judging = nil
+            startEpoch(at: now)
+        } else if stillThrottled {
+            cut(now: now)
+        } else {
+            judging = nil
+        }
+    }
+
+    /// Whether the share after a cut is the share before it (sporadic) rather than what a quota
+    /// would leave at the lower rate (on top of the sporadic share already known). A cut that
+    /// would not have shed half the throttles of a quota proves nothing.
+    private func isSporadic(_ share: Double, before: EpochSends, now: Duration) -> Bool {
+        // How the epoch before ended: its last answers, at the rate it ended with.
+        let shareBefore = before.recentShare
+        guard before.paced, before.duration(now: now) >= configuration.judgedSpell,
+              before.recentAnswered >= Double(configuration.judgedAfter), before.recentThrottled > 0 else { return false }
+        let rateBefore = min(before.endRate ?? .infinity, before.sendRate(now: now))
+        let quota = rateBefore * (1 - shareBefore)
+        let quotaShare = max(sporadic(now: now), 1 - quota / current.sendRate(now: now))
+        guard quotaShare <= shareBefore / 2 else { return false }
+        // As before within chance, and nearer to it than to the quota's.
+        let distance = abs(share - shareBefore)
+        return distance <= margin(shareBefore, answers: Double(current.answered)) && distance < abs(share - quotaShare)
+    }
+
+    /// Lowers the rate from what the current epoch measured, and opens a judgement of the cut.
+    private mutating func cut(now: Duration) {
+        if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate) }
+        let c = configuration
+        let pacedRate = rate(now: now) ?? current.sendRate(now: now)
+        current.endRate = pacedRate
+        let spell = now - (current.startedAt ?? now)
+        // Accepted over the epoch's last second: a quota's measure if the sends went on through it,
+        // too few to mean anything if they came in bursts (then only halve).
+        let recentAccepted = spell >= .seconds(1) ? accepted.total(now: now) : current.accepted
+        let acceptedRate = spell >= .seconds(1)
+            ? accepted.perSecond(now: now, since: nil) : recentAccepted / max(spell, .milliseconds(1)).inSeconds
+        // The hub took the sporadically throttled sends too (they count against a quota).
+        let measured = acceptedRate / (1 - min(0.5, sporadic(now: now)))
+        if spell >= c.reliableSpell && recentAccepted >= c.reliableCount {
+            let ceiling = max(c.minRate, min(pacedRate, measured))
+            lastCeiling = ceiling
+            mode = .recovering(ceiling: ceiling, since: now)
+        } else {
+            // Too short to measure a rate (or a burst allowance): at least halve, and look upward
+            // from there.
+            var ceiling = pacedRate * 0.5 / c.decrease
+            if recentAccepted >= c.reliableCount { ceiling = min(ceiling, measured) }
+            ceiling = max(c.minRate, ceiling)
+            lastCeiling = ceiling
+            mode = .probing(from: max(c.minRate, ceiling * c.decrease), since: now)
+        }
+        provenRate = 0
+        startEpoch(at: now)
+    }
+
+    /// Decides a severe throttle's cut once its pause is over.
     private mutating func resume(after d: Decrease) {
         let c = configuration
         if d.spell >= c.reliableSpell && spellAccepted >= c.reliableCount {
@@ -213,11 +399,40 @@ public struct HubPacer: Sendable, Equatable {
             lastCeiling = ceiling
             mode = .probing(from: max(c.minRate, ceiling * c.decrease), since: pausedUntil)
         }
-        tokens = 1
-        refilledAt = pausedUntil
         spellStart = pausedUntil
         spellAccepted = 0
         provenRate = 0
+    }
+
+    private mutating func startEpoch(at start: Duration) {
+        epoch += 1
+        current.endedAt = start
+        previous = current
+        current = EpochSends()
+        tokens = 1
+        refilledAt = start
+    }
+
+    private func capacity(_ rate: Double) -> Double { max(1, rate * configuration.burst.inSeconds) }
+
+    private mutating func refill(rate: Double, now: Duration) {
+        if let refilledAt, now > refilledAt {
+            tokens = min(capacity(rate), tokens + (now - refilledAt).inSeconds * rate)
+        }
+        refilledAt = max(refilledAt ?? now, now)
+    }
+
+    /// Decides the rate once a pause is over; turns the cubic into doubling past its bound.
+    private mutating func advance(now: Duration) {
+        if let decrease, now >= pausedUntil {
+            self.decrease = nil
+            resume(after: decrease)
+        }
+        guard case .recovering(let ceiling, let since) = mode, now > since else { return }
+        let rate = cubic(ceiling: ceiling, at: now - since)
+        if rate >= ceiling * configuration.plateau * configuration.probeAbove {
+            mode = .probing(from: rate, since: now)
+        }
     }
 
     /// From decrease × W up to plateau × W by `recovery` (concave), then growing by
@@ -235,16 +450,20 @@ public struct HubPacer: Sendable, Equatable {
     }
 }
 
-/// Events per second over the last second, counted in tenths of a second.
+/// Events over the last `seconds`, counted in ten buckets.
 struct RateWindow: Sendable, Equatable {
-    private static let bucketsPerSecond: Int64 = 10
-    private static let bucketNanos: Int64 = 1_000_000_000 / bucketsPerSecond
-    private var counts = [Double](repeating: 0, count: Int(bucketsPerSecond))
-    private var starts = [Int64](repeating: -1, count: Int(bucketsPerSecond))
+    private static let buckets: Int64 = 10
+    private let bucketNanos: Int64
+    private var counts = [Double](repeating: 0, count: Int(buckets))
+    private var starts = [Int64](repeating: -1, count: Int(buckets))
+
+    init(seconds: Int64 = 1) {
+        bucketNanos = seconds * 1_000_000_000 / Self.buckets
+    }
 
     mutating func add(now: Duration) {
-        let index = Self.nanoseconds(now) / Self.bucketNanos
-        let slot = Int(index % Self.bucketsPerSecond)
+        let index = Self.nanoseconds(now) / bucketNanos
+        let slot = Int(index % Self.buckets)
         if starts[slot] != index {
             starts[slot] = index
             counts[slot] = 0
@@ -252,18 +471,23 @@ struct RateWindow: Sendable, Equatable {
         counts[slot] += 1
     }
 
-    /// Per second over the buckets of the last second, or since `since` if that is later.
-    func perSecond(now: Duration, since: Duration?) -> Double {
-        let nanos = Self.nanoseconds(now)
-        let current = nanos / Self.bucketNanos
+    /// Events in the window's buckets.
+    func total(now: Duration) -> Double {
+        let current = Self.nanoseconds(now) / bucketNanos
         var sum = 0.0
-        for slot in counts.indices where starts[slot] >= 0 && current - starts[slot] < Self.bucketsPerSecond {
+        for slot in counts.indices where starts[slot] >= 0 && current - starts[slot] < Self.buckets {
             sum += counts[slot]
         }
+        return sum
+    }
+
+    /// Per second over the window, or since `since` if that is later.
+    func perSecond(now: Duration, since: Duration?) -> Double {
+        let nanos = Self.nanoseconds(now)
         // The window is nine whole buckets and the current one so far.
-        var span = Double((Self.bucketsPerSecond - 1) * Self.bucketNanos + nanos % Self.bucketNanos) / 1e9
+        var span = Double((Self.buckets - 1) * bucketNanos + nanos % bucketNanos) / 1e9
         if let since { span = min(span, (now - since).inSeconds) }
-        return span > 0 ? sum / span : 0
+        return span > 0 ? total(now: now) / span : 0
     }
 
     private static func nanoseconds(_ d: Duration) -> Int64 {
