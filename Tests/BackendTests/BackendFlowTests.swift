@@ -227,6 +227,7 @@ import TestSupport
         #expect(try await HTTP.call("DELETE", first + "/api/register/\(id)", auth: alice).status == 200)
         #expect(try await HTTP.call("PUT", second + "/api/register/\(id)", auth: alice, body: body).status == 404)
         #expect(try await harness.hubRegistration(id).status == 404)
+        #expect(!harness.logs.contains("hasn't been called yet"), "the pool runs before anything leases from it")
     }
 }
 

@@ -16,14 +16,10 @@ public struct OpenedStore: Sendable {
     public static func open(location: String, password: String?, logger: Logger) async throws(StoreError) -> OpenedStore {
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
             let store = try PostgresStore(url: location, password: password, logger: logger)
-            // The pool serves queries only while it runs: start it for the migration, hand it over after.
+            // The migration has a connection of its own; the pool runs from here, before anything
+            // (a request, a readiness probe) leases from it.
+            try await store.migrate()
             let runner = Task { await store.client.run() }
-            do {
-                try await store.migrate()
-            } catch {
-                runner.cancel()
-                throw error
-            }
             return OpenedStore(store: store, services: [PostgresPoolService(runner: runner)])
         }
         let path = location.hasPrefix("sqlite:") ? String(location.dropFirst("sqlite:".count)) : location

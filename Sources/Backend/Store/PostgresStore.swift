@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOSSL
 import PostgresNIO
 
 /// PostgreSQL: several backend instances share one database, so they serve the same registrations
@@ -7,6 +8,8 @@ import PostgresNIO
 /// instances starting together do not both apply it.
 public final class PostgresStore: BackendStore {
     let client: PostgresClient
+    /// The same server for the migration's own connection: it runs before the pool does.
+    private let migrationConfiguration: PostgresConnection.Configuration
     private let logger: Logger
 
     /// `postgres://user@host:port/database`; the password is passed apart (a secret, never a flag).
@@ -16,13 +19,26 @@ public final class PostgresStore: BackendStore {
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         let tls: PostgresClient.Configuration.TLS
-        switch URLComponents(string: url)?.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
-        case "disable": tls = .disable
-        case "require", "verify-full": tls = .require(.makeClientConfiguration())
-        default: tls = .prefer(.makeClientConfiguration())
+        let migrationTLS: PostgresConnection.Configuration.TLS
+        do {
+            switch components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer" {
+            case "disable":
+                tls = .disable
+                migrationTLS = .disable
+            case "require", "verify-full":
+                tls = .require(.makeClientConfiguration())
+                migrationTLS = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            default:
+                tls = .prefer(.makeClientConfiguration())
+                migrationTLS = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
+        } catch {
+            throw StoreError("--store: TLS for PostgreSQL: \(error)")
         }
-        var configuration = PostgresClient.Configuration(host: host, port: components.port ?? 5432, username: user,
-                                                         password: password ?? components.password, database: database.isEmpty ? nil : database, tls: tls)
+        let port = components.port ?? 5432, secret = password ?? components.password, name = database.isEmpty ? nil : database
+        migrationConfiguration = PostgresConnection.Configuration(host: host, port: port, username: user, password: secret,
+                                                                  database: name, tls: migrationTLS)
+        var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: secret, database: name, tls: tls)
         configuration.options.maximumConnections = 20
         // postgres-nio logs statements at debug: a quiet logger keeps bound values out of the log.
         var quiet = logger
@@ -31,33 +47,44 @@ public final class PostgresStore: BackendStore {
         client = PostgresClient(configuration: configuration, backgroundLogger: quiet)
     }
 
+    /// On a connection of its own, closed after: the pool serves nothing until its `run()` has
+    /// started, which the service group does once the store is open.
     public func migrate() async throws(StoreError) {
         do {
-            try await client.withConnection { connection in
-                let logger = self.logger
-                try await connection.query("SELECT pg_advisory_lock(7316001)", logger: logger)
-                do {
-                    try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)", logger: logger)
-                    var current = 0
-                    for try await version in try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).decode(Int.self) {
-                        current = version
-                    }
-                    for step in Migrations.postgres where step.version > current {
-                        try await connection.query("BEGIN", logger: logger)
-                        for statement in step.statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-                        try await connection.query("INSERT INTO schema_migrations (version, applied_at) VALUES (\(step.version), \(Self.now))", logger: logger)
-                        try await connection.query("COMMIT", logger: logger)
-                    }
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: logger)
-                    _ = try? await connection.query("SELECT pg_advisory_unlock(7316001)", logger: logger)
-                    throw error
-                }
-                try await connection.query("SELECT pg_advisory_unlock(7316001)", logger: logger)
+            let connection = try await PostgresConnection.connect(configuration: migrationConfiguration, id: 0, logger: logger)
+            do {
+                try await Self.applyMigrations(on: connection, logger: logger)
+                try await connection.close()
+            } catch {
+                try? await connection.close()
+                throw error
             }
         } catch {
             throw StoreError("PostgreSQL migration: \(Self.describe(error))")
         }
+    }
+
+    /// Under an advisory lock, so two instances starting together do not both apply a step.
+    private static func applyMigrations(on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("SELECT pg_advisory_lock(7316001)", logger: logger)
+        do {
+            try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)", logger: logger)
+            var current = 0
+            for try await version in try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).decode(Int.self) {
+                current = version
+            }
+            for step in Migrations.postgres where step.version > current {
+                try await connection.query("BEGIN", logger: logger)
+                for statement in step.statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                try await connection.query("INSERT INTO schema_migrations (version, applied_at) VALUES (\(step.version), \(now))", logger: logger)
+                try await connection.query("COMMIT", logger: logger)
+            }
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            _ = try? await connection.query("SELECT pg_advisory_unlock(7316001)", logger: logger)
+            throw error
+        }
+        try await connection.query("SELECT pg_advisory_unlock(7316001)", logger: logger)
     }
 
     public func ping() async throws(StoreError) {
