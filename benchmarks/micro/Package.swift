@@ -14,6 +14,7 @@ let package = Package(
         .package(path: "../.."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .executableTarget(
@@ -25,6 +26,7 @@ let package = Package(
                 .product(name: "Broadcast", package: hubcast),
                 .product(name: "Telemetry", package: hubcast),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/HubcastMicro",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -15,7 +15,7 @@ public final class HubSender: Sender {
 
     /// Creates the client too: throttled sends come back at once (the engine's pacer waits for the
     /// whole hub), and unanswered attempts reach the engine while the send still retries.
-    public init(configuration: NotificationHubConfiguration, transport: CurlTransport, delivered: DeliveredSends,
+    public init(configuration: NotificationHubConfiguration, transport: any HTTPTransport, delivered: DeliveredSends,
                 metrics: PipelineMetrics, logger: Logger, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         let listener = attemptListener
         var configuration = configuration

@@ -8,7 +8,7 @@ import Logging
 public final class NotificationHubClient: Sendable {
     public let configuration: NotificationHubConfiguration
     public let tokens: TokenProvider
-    private let transport: CurlTransport
+    private let transport: any HTTPTransport
     private let logger: Logger
     private let sleep: @Sendable (Duration) async throws -> Void
     private let random: @Sendable () -> Double
@@ -21,7 +21,7 @@ public final class NotificationHubClient: Sendable {
     /// `attemptFailed` hears every attempt that will be retried, with its HTTP status (nil: no answer);
     /// the pipeline listens, to slow down and to notice a hub that stopped answering.
     public init(
-        configuration: NotificationHubConfiguration, transport: CurlTransport, logger: Logger,
+        configuration: NotificationHubConfiguration, transport: any HTTPTransport, logger: Logger,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },

@@ -6,7 +6,7 @@ import Synchronization
 /// HTTP over libcurl's multi interface: a few multi handles, each driven by its own thread,
 /// shared by every sender round-robin. Connections are kept alive and reused, HTTP/2 is used where
 /// the server offers it.
-public final class CurlTransport: Sendable {
+public final class CurlTransport: HTTPTransport {
     private let loops: [CurlEventLoop]
     private let next = Atomic<UInt>(0)
 

@@ -35,6 +35,13 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     public var elapsed: Duration
 
+    public init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = [], elapsed: Duration = .zero) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.elapsed = elapsed
+    }
+
     /// The first header with this (case-insensitive) name.
     public func header(_ name: String) -> String? {
         let lower = name.lowercased()
@@ -60,6 +67,17 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
     public let message: String
 
     public var description: String { "\(kind.name): \(message)" }
+
+    init(kind: Kind, code: Int32, message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+    }
+
+    /// An error of hubcast's own (no libcurl code): what another transport reports.
+    public init(_ kind: Kind, message: String) {
+        self.init(kind: kind, code: 0, message: message)
+    }
 }
 
 /// TLS and pool settings of the transport.
