@@ -9,17 +9,19 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
 2. Unthrottled, same items (--items) for each: `hubcast run`, the Go sender (peers/go) and the Python
    sender (peers/python_peer.py) drain a preloaded dev broker into nginx: sends/s, ratio to wrk, CPU
    µs per send, peak RSS.
-3. Against a quota (--quotas): the same three into nginx `limit_req` answering 429 with
+3. Over HTTPS: the same programs into nginx with a certificate from a throwaway CA they trust:
+   sends/s, CPU µs per send, TLS connections opened (each one handshake) and how many resumed a session.
+4. Against a quota (--quotas): the same three into nginx `limit_req` answering 429 with
    `Retry-After: 1`, --quota-seconds worth of items each: goodput ÷ quota, % of requests throttled,
    time to deliver all. No rate is configured in any program (a cold start).
-4. Sporadic throttling: 600 items into a sink that refuses one request in seven whatever the rate,
+5. Sporadic throttling: 600 items into a sink that refuses one request in seven whatever the rate,
    and --quota-seconds of the last quota's items into that quota with 5% refused on top: time to
    deliver all, goodput ÷ quota.
-5. End-to-end latency: a producer publishing --latency-rate items/s for --latency-seconds into the dev
+6. End-to-end latency: a producer publishing --latency-rate items/s for --latency-seconds into the dev
    broker, `hubcast run` sending to `hubcast emulator`; p50/p99 per category from hubcast's own
    metrics lines (endToEndMs), steady state only (after the first 5 s), checked against the exact
    figure from the emulator's delivery log (accepted at − Kafka timestamp).
-6. Memory: hubcast's peak RSS at each of --memory-items.
+7. Memory: hubcast's peak RSS at each of --memory-items.
 
 Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
 same clock for all three programs. RSS and CPU come from wait4 on the measured process alone.
@@ -33,7 +35,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
 HUB = "bench"
-SECTIONS = ["ceiling", "unthrottled", "quota", "sporadic", "latency", "memory"]
+SECTIONS = ["ceiling", "unthrottled", "tls", "quota", "sporadic", "latency", "memory"]
 PROGRAMS = ["hubcast", "go", "python"]
 WARM_UP_SECONDS = 5
 ID_IN_PAYLOAD = re.compile(r"Latency item (lat-\d+)")
@@ -79,6 +81,10 @@ class Nginx:
         # Sporadic throttling: one request in seven refused whatever the rate, with no quota; and
         # 5% refused on top of the first quota (refused before limit_req, so they spend none of it).
         self.sporadic_port, self.mixed_port, self.mixed_quota = free_port(), free_port(), quotas[-1]
+        # HTTPS as against the real hub: a certificate from a throwaway CA (`self.ca`), sessions
+        # cached; the log says which connection served each request and whether it resumed a session.
+        self.tls_port = free_port()
+        self.ca, cert, key = make_certificates(work)
         self.log = os.path.join(work, "access.log")
         conf = os.path.join(work, "nginx.conf")
         logging = f"access_log {self.log} t buffer=256k flush=1s;"
@@ -97,6 +103,9 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_form
   map $status $retry_after {{ 429 1; default ""; }}
   server {{ listen 127.0.0.1:{self.quiet}; access_log off; location / {{ return 201; }} }}
   server {{ listen 127.0.0.1:{self.logged}; {logging} location / {{ return 201; }} }}{limited}
+  log_format tls '$msec $status $connection $ssl_session_reused';
+  server {{ listen 127.0.0.1:{self.tls_port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};
+    ssl_session_cache shared:TLS:1m; access_log {self.log} tls buffer=256k flush=1s; location / {{ return 201; }} }}
   split_clients "${{request_id}}" $one_in_seven {{ 14.29% throttle; * pass; }}
   split_clients "${{request_id}}" $one_in_twenty {{ 5% throttle; * pass; }}
   server {{ listen 127.0.0.1:{self.sporadic_port}; {logging} add_header Retry-After $retry_after always;
@@ -126,13 +135,38 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_form
         out = []
         for line in open(self.log):
             parts = line.split()
-            if len(parts) == 2:
+            if len(parts) in (2, 4):
                 out.append((float(parts[0]), int(parts[1])))
         return out
+
+    def tls_connections(self):
+        """(connections, of which resumed a session) in the HTTPS log since start_log; call after entries."""
+        first = {}
+        for line in open(self.log):
+            parts = line.split()
+            if len(parts) == 4:
+                first.setdefault(parts[2], parts[3])
+        return len(first), sum(1 for reused in first.values() if reused == "r")
 
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
+
+
+def make_certificates(work):
+    """A throwaway CA and a server certificate it signed for 127.0.0.1: (CA file, cert, key)."""
+    ca_key, ca, key, csr, cert = (os.path.join(work, n) for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
+    ext = os.path.join(work, "server.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2",
+                    "-subj", "/CN=hubcast bench CA"], **quiet)
+    subprocess.run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"], **quiet)
+    subprocess.run(["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+                    "-days", "2", "-extfile", ext], **quiet)
+    os.chmod(key, 0o644)  # nginx's master reads it as root; the workers never do
+    return ca, cert, key
 
 
 def curl_floor(binary, url, connections, requests, work):
@@ -249,8 +283,8 @@ def measured(argv, env, stdout_path, timeout=None):
     return proc.returncode, fired.is_set(), round(usage.ru_maxrss / 1024, 1), usage.ru_utime + usage.ru_stime
 
 
-def connection_string(port):
-    return f"Endpoint=sb://127.0.0.1:{port}/;SharedAccessKeyName=bench;SharedAccessKey=bench-key;UseDevelopmentEmulator=true"
+def connection_string(port, tls=False):
+    return f"Endpoint=sb://127.0.0.1:{port}/;SharedAccessKeyName=bench;SharedAccessKey=bench-key" + ("" if tls else ";UseDevelopmentEmulator=true")
 
 
 class Programs:
@@ -259,28 +293,33 @@ class Programs:
     def __init__(self, hubcast, go, python, connections, work):
         self.hubcast, self.go, self.python, self.connections, self.work = hubcast, go, python, connections, work
 
-    def argv(self, program, bootstrap, port):
-        url, cs = f"http://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06", connection_string(port)
+    def argv(self, program, bootstrap, port, ca=None):
+        scheme = "https" if ca else "http"
+        url, cs = f"{scheme}://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06", connection_string(port, tls=bool(ca))
         if program == "hubcast":
             return [self.hubcast, "run", "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(self.connections),
-                    "--exit-when-idle", "2", "--metrics-interval", "1", "--dlq", f"file:{self.work}/dlq.jsonl", "--log-level", "warning"]
+                    "--exit-when-idle", "2", "--metrics-interval", "1", "--dlq", f"file:{self.work}/dlq.jsonl", "--log-level", "warning",
+                    *(["--ca-file", ca] if ca else [])]
         if program == "go":
             return [self.go, "--brokers", bootstrap, "--url", url, "--connection-string", cs, "--concurrency", str(self.connections)]
         return [self.python, os.path.join(ROOT, "benchmarks/peers/python_peer.py"), "--brokers", bootstrap, "--url", url,
                 "--connection-string", cs, "--concurrency", str(self.connections)]
 
-    def env(self, program, port):
-        return {**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(port)} if program == "hubcast" else dict(os.environ)
+    def env(self, program, port, ca=None):
+        if program == "hubcast":
+            return {**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(port, tls=bool(ca))}
+        # Go's crypto/x509 and Python's ssl read the trusted CAs from SSL_CERT_FILE.
+        return {**os.environ, **({"SSL_CERT_FILE": ca} if ca else {})}
 
 
-def sink_run(programs, program, items, nginx, port, timeout=None):
+def sink_run(programs, program, items, nginx, port, timeout=None, ca=None):
     """Runs one program against a broker preloaded with `items` and one of nginx's logging ports.
     Returns the program's summary (last stdout line as JSON, if any), the sink's log, and wait4's figures."""
     broker = Broker(programs.hubcast, programs.work, items)
     try:
         nginx.start_log()
         out = os.path.join(programs.work, f"{program}.out")
-        code, timed_out, rss, cpu = measured(programs.argv(program, broker.bootstrap, port), programs.env(program, port), out, timeout)
+        code, timed_out, rss, cpu = measured(programs.argv(program, broker.bootstrap, port, ca), programs.env(program, port, ca), out, timeout)
         log = nginx.entries()
     finally:
         broker.stop()
@@ -292,8 +331,9 @@ def sink_run(programs, program, items, nginx, port, timeout=None):
     return summary, log, {"exit": code, "timedOut": timed_out, "peakRssMiB": rss, "cpuSeconds": round(cpu, 3)}
 
 
-def unthrottled(programs, program, items, nginx, wrk_nginx):
-    summary, log, proc = sink_run(programs, program, items, nginx, nginx.logged)
+def unthrottled(programs, program, items, nginx, wrk_nginx, tls=False):
+    port, ca = (nginx.tls_port, nginx.ca) if tls else (nginx.logged, None)
+    summary, log, proc = sink_run(programs, program, items, nginx, port, ca=ca)
     sent = summary.get("sent", 0)
     if proc["exit"] != 0 or sent != items:
         raise SystemExit(f"{program} exited {proc['exit']} having sent {sent} of {items}")
@@ -302,6 +342,8 @@ def unthrottled(programs, program, items, nginx, wrk_nginx):
     row = {"program": program, "items": items, "sent": sent, "sinkRequests": len(stamps), "sendsPerSec": round(rate, 1),
            "ratioToWrk": round(rate / wrk_nginx, 3) if wrk_nginx else None,
            "cpuMicrosecondsPerSend": round(proc["cpuSeconds"] / sent * 1e6, 1), "peakRssMiB": proc["peakRssMiB"], "cpuSeconds": proc["cpuSeconds"]}
+    if tls:
+        row["tlsConnections"], row["tlsResumed"] = nginx.tls_connections()
     if program == "hubcast":
         row["sasTokensMinted"] = summary.get("sasTokensMinted")
     return row
@@ -456,6 +498,17 @@ def goals(result):
         else:
             out.append((f"{r['kind']}: goodput ≥ {GOAL_MIXED_GOODPUT}× quota", f"{r['goodputToQuota']:.2f}×",
                         verdict(r["goodputToQuota"] >= GOAL_MIXED_GOODPUT and not r["timedOut"])))
+    tls = {r["program"]: r for r in result.get("tls", [])}
+    if "hubcast" in tls:
+        t = tls["hubcast"]
+        limit = result.get("connections", 64)
+        out.append((f"HTTPS: TLS connections (handshakes) ≤ the concurrency limit ({limit})", f"{t['tlsConnections']}",
+                    verdict(t["tlsConnections"] <= limit)))
+        if "go" in tls:
+            g = tls["go"]
+            out.append(("HTTPS: sends/s ≥ Go's, CPU per send ≤ Go's",
+                        f"{t['sendsPerSec'] / g['sendsPerSec']:.2f}×, {t['cpuMicrosecondsPerSend'] / g['cpuMicrosecondsPerSend']:.2f}×",
+                        verdict(t["sendsPerSec"] >= g["sendsPerSec"] and t["cpuMicrosecondsPerSend"] <= g["cpuMicrosecondsPerSend"])))
     rows = {r["program"]: r for r in result.get("unthrottled", [])}
     h, g = rows.get("hubcast"), rows.get("go")
     if h and g:
@@ -485,6 +538,15 @@ def goals(result):
 
 def c_wrk(result):
     return result["ceiling"]["nginx"]["requestsPerSec"]
+
+
+def print_tls(result):
+    if not result.get("tls"):
+        return
+    print(f"\nOver HTTPS (nginx, a throwaway CA trusted by each program), {result['tls'][0]['items']:,} items each")
+    print(f"{'':<9}{'sends/s':>10}{'CPU µs/send':>13}{'peak RSS MiB':>14}{'connections':>13}{'resumed':>9}")
+    for r in result["tls"]:
+        print(f"{r['program']:<9}{r['sendsPerSec']:>10,.0f}{r['cpuMicrosecondsPerSend']:>13.1f}{r['peakRssMiB']:>14}{r['tlsConnections']:>13}{r['tlsResumed']:>9}")
 
 
 def print_sporadic(result):
@@ -525,6 +587,7 @@ def print_tables(result):
                 print(f"{program:<9}{q['quota']:>8,}{q['items']:>8,}{q['goodputPerSec']:>11,.0f}{q['goodputToQuota']:>9.2f}"
                       f"{'–' if half is None else format(half, '.2f'):>9}"
                       f"{q['throttledPct']:>10.1f}%{done:>15}{q['idealSeconds']:>9.1f}{note}")
+    print_tls(result)
     print_sporadic(result)
     lat = result.get("latency")
     if lat:
@@ -608,6 +671,11 @@ def main():
             for program in chosen:
                 print(f"unthrottled: {program}, {args.items:,} items", file=sys.stderr)
                 result["unthrottled"].append(unthrottled(programs, program, args.items, nginx, wrk_nginx))
+        if "tls" in sections:
+            result["tls"] = []
+            for program in chosen:
+                print(f"tls: {program}, {args.items:,} items over HTTPS", file=sys.stderr)
+                result["tls"].append(unthrottled(programs, program, args.items, nginx, None, tls=True))
         if "quota" in sections:
             result["quota"] = {p: [] for p in chosen}
             result["quotaSink"] = {str(q): {"rate": q, "burst": quota_burst(q), "nodelay": True, "retryAfter": 1} for q in quotas}

@@ -179,6 +179,43 @@ import TestSupport
         }
     }
 
+    /// Browser registrations (native and template), as the registrations API takes them: the
+    /// endpoint with its P256DH and Auth keys; browser sends reach them, other formats do not.
+    @Test func browserRegistrationsGetBrowserSends() async throws {
+        let live = try await LiveEmulator()
+        let native = Registration(platform: .browser, handle: "https://push.example/sub/7", tags: ["Science"],
+                                  browserKeys: .init(p256dh: "BNcRdreALRFX", auth: "tBHItJI5"))
+        let created = try await live.call(.post, "registrations/?api-version=2020-06",
+                                          headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")], body: native.atomEntry)
+        let entry = String(decoding: created.body, as: UTF8.self)
+        #expect(created.status == 200, "\(entry)")
+        let read = try Registration(atomEntry: entry)
+        #expect(read.platform == .browser && read.handle == native.handle && read.browserKeys == native.browserKeys)
+        #expect(entry.contains("<BrowserRegistrationDescription") && entry.contains("<Endpoint>https://push.example/sub/7</Endpoint><P256DH>BNcRdreALRFX</P256DH><Auth>tBHItJI5</Auth>"))
+
+        var template = native
+        template.handle = "https://push.example/sub/8"
+        template.template = .init(body: #"{"title":"$(messageParam)"}"#)
+        let put = try await live.call(.put, "registrations/browser-tmpl?api-version=2020-06",
+                                      headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")], body: template.atomEntry)
+        #expect(put.status == 200 && String(decoding: put.body, as: UTF8.self).contains("<BrowserTemplateRegistrationDescription"))
+
+        let browserSend = try await live.call(.post, "messages/?api-version=2020-06",
+                                              headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("ServiceBusNotification-Format", "browser"),
+                                                        HTTPHeader("ServiceBusNotification-Tags", "Science")], body: #"{"title":"x"}"#)
+        #expect(browserSend.status == 201)
+        #expect(try await live.deliveries().last?["matched"] as? Int == 1, "the native browser registration only")
+        let client = try live.client(attempts: 1)
+        _ = try await client.sendTemplate(properties: [("messageParam", "Quake")], tagExpression: "Science")
+        #expect(try await live.deliveries().last?["matched"] as? Int == 1, "the browser template registration only")
+
+        var keyless = native
+        keyless.browserKeys = nil
+        let refused = try await live.call(.post, "registrations/?api-version=2020-06",
+                                          headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")], body: keyless.atomEntry)
+        #expect(refused.status == 400 && (XMLText.text(of: "Detail", in: String(decoding: refused.body, as: UTF8.self)) ?? "").contains("P256DH and Auth"))
+    }
+
     @Test func limitsBadTokensAndRightsAreRefusedAsNHDoes() async throws {
         let live = try await LiveEmulator()
         let client = try live.client(attempts: 1)

@@ -13,8 +13,9 @@ public final class HubSender: Sender {
     let clock: @Sendable () -> Double
     private let attemptListener = AttemptListener()
 
-    /// Creates the client too: throttled sends come back at once (the engine's pacer waits for the
-    /// whole hub), and unanswered attempts reach the engine while the send still retries.
+    /// Creates the client too: throttled sends come back at once (the engine holds each for its
+    /// own `Retry-After`, and its pacer decides about the rest), and unanswered attempts reach the
+    /// engine while the send still retries.
     public init(configuration: NotificationHubConfiguration, transport: any HTTPTransport, delivered: DeliveredSends,
                 metrics: PipelineMetrics, logger: Logger, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         let listener = attemptListener
@@ -57,7 +58,7 @@ public final class HubSender: Sender {
             return .delivered
         } catch {
             delivered.finished(send.deliveryKey, accepted: false)
-            // A throttled send goes again once the hub's pause is over: that is a retry too.
+            // A throttled send goes again once its Retry-After is over: that is a retry too.
             metrics.retried.increment(by: max(0, error.attempts - 1) + (error.owner == .throttling ? 1 : 0))
             metrics.throttled.increment(by: error.throttledAttempts)
             return classify(error, of: send)

@@ -1,13 +1,15 @@
-/// A device registration as NH's Atom XML describes it: native or template, Apple or FCM v1.
+/// A device registration as NH's Atom XML describes it: native or template, for APNs, FCM v1,
+/// WNS or a browser's web push subscription.
 public struct Registration: Sendable, Equatable {
     public enum Platform: String, Sendable, CaseIterable {
-        case apple, fcmv1, windows
+        case apple, fcmv1, windows, browser
 
         var handleElement: String {
             switch self {
             case .apple: "DeviceToken"
             case .fcmv1: "FcmV1RegistrationId"
             case .windows: "ChannelUri"
+            case .browser: "Endpoint"
             }
         }
 
@@ -16,7 +18,18 @@ public struct Registration: Sendable, Equatable {
             case .apple: "Apple"
             case .fcmv1: "FcmV1"
             case .windows: "Windows"
+            case .browser: "Browser"
             }
+        }
+    }
+
+    /// A browser subscription's keys, beside its endpoint (the handle): what web push encrypts with.
+    public struct BrowserKeys: Sendable, Equatable {
+        public var p256dh: String
+        public var auth: String
+        public init(p256dh: String, auth: String) {
+            self.p256dh = p256dh
+            self.auth = auth
         }
     }
 
@@ -34,18 +47,23 @@ public struct Registration: Sendable, Equatable {
 
     public var id: String?
     public var platform: Platform
-    /// The PNS handle: APNs device token or FCM registration token.
+    /// The PNS handle: APNs device token, FCM registration token, WNS channel URI or a browser's
+    /// push endpoint.
     public var handle: String
     public var tags: [String]
     /// nil for a native registration.
     public var template: Template?
+    /// A browser registration's keys; nil for the other platforms.
+    public var browserKeys: BrowserKeys?
 
-    public init(id: String? = nil, platform: Platform, handle: String, tags: [String], template: Template? = nil) {
+    public init(id: String? = nil, platform: Platform, handle: String, tags: [String], template: Template? = nil,
+                browserKeys: BrowserKeys? = nil) {
         self.id = id
         self.platform = platform
         self.handle = handle
         self.tags = tags
         self.template = template
+        self.browserKeys = browserKeys
     }
 
     /// `AppleTemplateRegistrationDescription` and its siblings.
@@ -59,6 +77,9 @@ public struct Registration: Sendable, Equatable {
         if let id { inner += "<RegistrationId>\(XMLText.escape(id))</RegistrationId>" }
         if !tags.isEmpty { inner += "<Tags>\(XMLText.escape(tags.joined(separator: ",")))</Tags>" }
         inner += "<\(platform.handleElement)>\(XMLText.escape(handle))</\(platform.handleElement)>"
+        if let keys = browserKeys {
+            inner += "<P256DH>\(XMLText.escape(keys.p256dh))</P256DH><Auth>\(XMLText.escape(keys.auth))</Auth>"
+        }
         if let template {
             inner += "<BodyTemplate><![CDATA[\(template.body.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>"))]]></BodyTemplate>"
             if let expiry = template.expiry { inner += "<Expiry>\(XMLText.escape(expiry))</Expiry>" }
@@ -85,10 +106,18 @@ public struct Registration: Sendable, Equatable {
         }) {
             (platform, isTemplate) = (p, t)
         } else {
-            throw Invalid(description: "no Apple, FcmV1 or Windows (template) RegistrationDescription element")
+            throw Invalid(description: "no Apple, FcmV1, Windows or Browser (template) RegistrationDescription element")
         }
         guard let handle = XMLText.text(of: platform.handleElement, in: xml), !handle.isEmpty else {
             throw Invalid(description: "\(platform.handleElement) is missing")
+        }
+        var browserKeys: BrowserKeys?
+        if platform == .browser {
+            guard let p256dh = XMLText.text(of: "P256DH", in: xml), !p256dh.isEmpty,
+                  let auth = XMLText.text(of: "Auth", in: xml), !auth.isEmpty else {
+                throw Invalid(description: "a browser registration needs P256DH and Auth beside its Endpoint")
+            }
+            browserKeys = BrowserKeys(p256dh: p256dh, auth: auth)
         }
         let tags = XMLText.text(of: "Tags", in: xml).map { $0.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty } } ?? []
         var template: Template?
@@ -96,6 +125,7 @@ public struct Registration: Sendable, Equatable {
             guard let body = XMLText.text(of: "BodyTemplate", in: xml), !body.isEmpty else { throw Invalid(description: "BodyTemplate is missing") }
             template = Template(body: body, name: XMLText.text(of: "TemplateName", in: xml), expiry: XMLText.text(of: "Expiry", in: xml))
         }
-        self.init(id: XMLText.text(of: "RegistrationId", in: xml), platform: platform, handle: handle, tags: tags, template: template)
+        self.init(id: XMLText.text(of: "RegistrationId", in: xml), platform: platform, handle: handle, tags: tags, template: template,
+                  browserKeys: browserKeys)
     }
 }

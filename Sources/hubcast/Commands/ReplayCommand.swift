@@ -113,7 +113,7 @@ struct ReplayCommand: AsyncParsableCommand {
         var producer: KafkaProducer?
         if !dryRun {
             var (hubConfig, transportConfig) = try hubOptions.configuration(settings)
-            // The engine's pacer waits out throttling for the whole hub, as in `run`.
+            // The engine holds a throttled send for its Retry-After and paces the rest, as in `run`.
             hubConfig.retry.retriesThrottling = false
             let hub = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
             if !(try settings.bool(skipHubCheck, "skip-hub-check")) { try await HubCheck.verify(hub, timeout: try kafka.timeout(settings)) }
