@@ -387,45 +387,38 @@ def s1_429_storm(s):
     s.expect("nothing dead-lettered for throttling", not read_dlq(s.dlqs))
 
 
-def s10_sporadic_throttling(s):
-    """One request in seven answered 429 with Retry-After: 1 whatever the rate; 600 items on six categories."""
+def deliver_all_under(s, faults, items, timeout):
+    """Sets the faults, produces the items, runs hubcast until the emulator accepted them all (or
+    `timeout`), clears the faults and waits for the exit: (run, seconds to all or None, stats)."""
     s.start()
-    s.emulator.fault({"status": 429, "rate": 1 / 7, "retryAfter": 1})
-    items = [item(10, n) for n in range(600)]
+    for fault in faults:
+        s.emulator.fault(fault)
     s.produce(items)
     r = s.run(["--exit-when-idle", "3"])
     started = time.time()
-    all_in = wait_until(lambda: delivered_count(s) >= len(items), 60)
-    seconds = round(time.time() - started, 1)
+    all_in = wait_until(lambda: delivered_count(s) >= len(items), timeout)
+    seconds = round(time.time() - started, 1) if all_in else None
     stats = s.emulator.stats()
     s.emulator.clear_faults()
     r.wait(60)
-    s.extra["during"] = {"secondsToAll": seconds if all_in else None, "statusCounts": stats["statusCounts"],
-                         "throttled": r.last().get("throttled")}
+    s.extra["during"] = {"secondsToAll": seconds, "statusCounts": stats["statusCounts"],
+                         "throttled": r.last().get("throttled"), "retried": r.last().get("retried")}
     s.expect("exit 0", r.exit_code == 0, hard=True)
-    s.expect("all 600 accepted within 20 s of the start", all_in and seconds <= 20)
+    return seconds
+
+
+def s10_sporadic_throttling(s):
+    """One request in seven answered 429 with Retry-After: 1 whatever the rate; 600 items on six categories."""
+    seconds = deliver_all_under(s, [{"status": 429, "rate": 1 / 7, "retryAfter": 1}], [item(10, n) for n in range(600)], 60)
+    s.expect("all 600 accepted within 20 s of the start", seconds is not None and seconds <= 20)
     s.expect("nothing dead-lettered for throttling", not read_dlq(s.dlqs))
 
 
 def s11_everything_at_once(s):
     """30% of sends answered 429 (Retry-After: 1), 20% 503 and 10% of connections dropped; 300 items."""
-    s.start()
-    s.emulator.fault({"status": 429, "rate": 0.3, "retryAfter": 1})
-    s.emulator.fault({"status": 503, "rate": 0.2})
-    s.emulator.fault({"dropConnection": 0.1})
-    items = [item(11, n) for n in range(300)]
-    s.produce(items)
-    r = s.run(["--exit-when-idle", "3"])
-    started = time.time()
-    all_in = wait_until(lambda: delivered_count(s) >= len(items), 90)
-    seconds = round(time.time() - started, 1)
-    stats = s.emulator.stats()
-    s.emulator.clear_faults()
-    r.wait(60)
-    s.extra["during"] = {"secondsToAll": seconds if all_in else None, "statusCounts": stats["statusCounts"],
-                         "throttled": r.last().get("throttled"), "retried": r.last().get("retried")}
-    s.expect("exit 0", r.exit_code == 0, hard=True)
-    s.expect("all 300 accepted within 60 s of the start", all_in and seconds <= 60)
+    faults = [{"status": 429, "rate": 0.3, "retryAfter": 1}, {"status": 503, "rate": 0.2}, {"dropConnection": 0.1}]
+    seconds = deliver_all_under(s, faults, [item(11, n) for n in range(300)], 90)
+    s.expect("all 300 accepted within 60 s of the start", seconds is not None and seconds <= 60)
 
 
 def s2_5xx_drops(s):

@@ -24,9 +24,12 @@ import Kafka
 /// - The answers of the sends started at the cut rate judge the cut, once there are enough to
 ///   expect four throttles at the share before it. The share as high as before although the rate
 ///   fell (a quota would have shed the excess): the throttling is sporadic; the rate goes back to
-///   what it was before the cut, and throttles at that share or a little above are not cut for
-///   again (the share is forgotten over `sporadicHalfLife`). Few throttled: it was a quota, and the
-///   rate stays cut. Throttled as a quota still exceeded would be: cut again and judge again.
+///   what it was before the first of these cuts, and throttles at that share or a little above are
+///   not cut for again (the share is forgotten over `sporadicHalfLife` once it stops showing). Few
+///   throttled: it was a quota, and the rate stays cut. Throttled as a quota still exceeded would
+///   be: cut again and judge again.
+/// - A hundred sends accepted in a row while a sporadic share was known: the storm is over, and a
+///   rate measured under it is too low; the rate doubles upward.
 /// - Nearly every send of an epoch throttled (`severeShare`): the hub is refusing us, not sampling
 ///   us. Every send waits the `Retry-After`, and the rate is cut.
 /// - Sends throttled that were started before the last cut do not cut again: they speak of the
