@@ -16,6 +16,7 @@ packages=(
   postgresql            # tests: the backend's PostgreSQL store, a server the tests start on loopback
   iproute2              # tests: the README's steps run in a network namespace of their own (ip link)
   util-linux            # tests: unshare, for that namespace
+  libxml2               # tests: Foundation's XMLParser reads the emulator's Atom as a client library would
 )
 
 missing=()

@@ -10,10 +10,10 @@ extension NotificationHubEmulator {
         switch request.method {
         case "PUT":
             if let refused = Self.preconditionFailed(request, current: store.etag(id: id)) { return refused }
-            return save(request, id: id, in: store)
+            return save(request, id: id, hub: hub, in: store)
         case "GET":
             guard let registration = store.registration(id: id) else { return .error(404, "Registration \(id) was not found") }
-            return atom(200, registration, etag: store.etag(id: id) ?? 0)
+            return atom(200, registration, etag: store.etag(id: id) ?? 0, request: request, hub: hub)
         case "DELETE":
             if let refused = Self.preconditionFailed(request, current: store.etag(id: id)) { return refused }
             return store.deleteRegistration(id: id) ? EmulatorResponse(status: 200) : .error(404, "Registration \(id) was not found")
@@ -23,11 +23,11 @@ extension NotificationHubEmulator {
     }
 
     /// `POST /{hub}/registrations`: a registration whose id the hub chooses.
-    func createRegistration(_ request: EmulatorRequest, id: String, store: HubStore) -> EmulatorResponse {
-        save(request, id: id, in: store)
+    func createRegistration(_ request: EmulatorRequest, id: String, hub: String, store: HubStore) -> EmulatorResponse {
+        save(request, id: id, hub: hub, in: store)
     }
 
-    private func save(_ request: EmulatorRequest, id: String, in store: HubStore) -> EmulatorResponse {
+    private func save(_ request: EmulatorRequest, id: String, hub: String, in store: HubStore) -> EmulatorResponse {
         let registration: Registration
         do {
             registration = try Registration(atomEntry: String(decoding: request.body, as: UTF8.self))
@@ -40,7 +40,7 @@ extension NotificationHubEmulator {
         } catch {
             return .error(400, "Invalid BodyTemplate: \(error.description)")
         }
-        return atom(200, store.registration(id: id), etag: store.etag(id: id) ?? 0)
+        return atom(200, store.registration(id: id), etag: store.etag(id: id) ?? 0, request: request, hub: hub)
     }
 
     /// 412 when `If-Match` names another version than `current`. `*` is any version: a missing
@@ -54,7 +54,7 @@ extension NotificationHubEmulator {
     /// `GET /{hub}/registrations/` (every registration, or those of one channel with `$filter`) and
     /// `GET /{hub}/tags/{tag}/registrations`: an Atom feed of at most `$top` entries (100), and an
     /// `X-MS-ContinuationToken` header while more remain, to pass back as `ContinuationToken`.
-    func registrations(_ request: EmulatorRequest, tag: String?, store: HubStore) -> EmulatorResponse {
+    func registrations(_ request: EmulatorRequest, tag: String?, hub: String, store: HubStore) -> EmulatorResponse {
         var selected: [(Registration, Int)]
         if let tag {
             selected = store.registrations(tag: tag)
@@ -73,8 +73,13 @@ extension NotificationHubEmulator {
         let page = selected.prefix(min(top, 100))
         var headers = [("Content-Type", "application/atom+xml;type=feed;charset=utf-8")]
         if page.count < selected.count, let last = page.last?.0.id { headers.append(("X-MS-ContinuationToken", last)) }
+        // The feed's own title, id, updated and self link come first, as the service writes them.
+        let path = tag.map { "tags/\($0)/registrations/" } ?? "registrations/"
+        let feedURL = XMLText.escape("http://\(request.host)/\(hub)/\(path)?api-version=2015-01")
+        let now = CivilDate.rfc3339(epochSeconds: clock())
         let feed = #"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">"#
-            + page.map { entry($0.0, etag: $0.1) }.joined() + "</feed>"
+            + #"<title type="text">Registrations</title><id>\#(feedURL)</id><updated>\#(now)</updated><link rel="self" href="\#(feedURL)"/>"#
+            + page.map { $0.0.atomEntry(answered: answered($0.0, etag: $0.1, request: request, hub: hub)) }.joined() + "</feed>"
         return EmulatorResponse(status: 200, headers: headers, body: Array(feed.utf8))
     }
 
@@ -213,21 +218,16 @@ extension NotificationHubEmulator {
         return nil
     }
 
-    private func atom(_ status: Int, _ registration: Registration?, etag: Int) -> EmulatorResponse {
-        EmulatorResponse(status: status, headers: [("Content-Type", "application/atom+xml;type=entry;charset=utf-8"), ("ETag", "W/\"\(etag)\"")],
-                         body: Array((registration.map { Self.withETag($0.atomEntry, etag) } ?? "").utf8))
+    private func atom(_ status: Int, _ registration: Registration?, etag: Int, request: EmulatorRequest, hub: String) -> EmulatorResponse {
+        let body = registration.map { #"<?xml version="1.0" encoding="utf-8"?>"# + $0.atomEntry(answered: answered($0, etag: etag, request: request, hub: hub)) }
+        return EmulatorResponse(status: status, headers: [("Content-Type", "application/atom+xml;type=entry;charset=utf-8"), ("ETag", "W/\"\(etag)\"")],
+                                body: Array((body ?? "").utf8))
     }
 
-    private func entry(_ registration: Registration, etag: Int) -> String {
-        Self.withETag(registration.atomEntry, etag).replacingOccurrences(of: #"<?xml version="1.0" encoding="utf-8"?>"#, with: "")
-    }
-
-    /// The entry with its version as the service writes it: `m:etag` in the data services namespace.
-    static func withETag(_ entry: String, _ etag: Int) -> String {
-        entry.replacingOccurrences(of: #"<entry xmlns="http://www.w3.org/2005/Atom">"#, with: """
-            <entry xmlns="http://www.w3.org/2005/Atom" xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata" \
-            m:etag="W/&quot;\(etag)&quot;">
-            """)
+    /// What the service writes around a registration: its URL (Atom `id` and `self` link), version and time.
+    private func answered(_ registration: Registration, etag: Int, request: EmulatorRequest, hub: String) -> Registration.Answered {
+        Registration.Answered(etag: etag, url: "http://\(request.host)/\(hub)/registrations/\(registration.id ?? "")?api-version=2015-01",
+                              updated: CivilDate.rfc3339(epochSeconds: clock()))
     }
 
     static func encode(_ value: some Encodable) -> [UInt8] {

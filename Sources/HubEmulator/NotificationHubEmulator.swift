@@ -22,7 +22,7 @@ public final class NotificationHubEmulator: Sendable {
     public let faults = FaultInjector()
     let log: DeliveryLog
     private let stores = Mutex<[String: HubStore]>([:])
-    private let clock: @Sendable () -> Double
+    let clock: @Sendable () -> Double
 
     public init(configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.configuration = configuration
@@ -69,10 +69,10 @@ public final class NotificationHubEmulator: Sendable {
         case ("POST", 1, "messages"): return send(request, hub: hub, store: store)
         case ("POST", 1, "registrationIDs"):
             return EmulatorResponse(status: 201, headers: [("Location", "http://\(request.host)/\(hub)/registrations/\(newRegistrationID())?api-version=2020-06")])
-        case ("POST", 1, "registrations"): return createRegistration(request, id: newRegistrationID(), store: store)
-        case ("GET", 1, "registrations"): return registrations(request, tag: nil, store: store)
+        case ("POST", 1, "registrations"): return createRegistration(request, id: newRegistrationID(), hub: hub, store: store)
+        case ("GET", 1, "registrations"): return registrations(request, tag: nil, hub: hub, store: store)
         case (_, 2, "registrations"): return registration(request, id: route[1], hub: hub, store: store)
-        case ("GET", 3, "tags") where route[2] == "registrations": return registrations(request, tag: route[1], store: store)
+        case ("GET", 3, "tags") where route[2] == "registrations": return registrations(request, tag: route[1], hub: hub, store: store)
         case (_, 2, "installations"): return installation(request, id: route[1], store: store)
         default: return .error(404, "No such endpoint: \(request.method) \(request.path)")
         }

@@ -71,9 +71,39 @@ public struct Registration: Sendable, Equatable {
         platform.descriptionPrefix + (template == nil ? "" : "Template") + "RegistrationDescription"
     }
 
-    /// The Atom entry NH takes in `PUT /{hub}/registrations/{id}` and gives back from `GET`.
+    /// The Atom entry NH takes in `PUT /{hub}/registrations/{id}` and `POST /{hub}/registrations`.
     public var atomEntry: String {
-        var inner = ""
+        #"<?xml version="1.0" encoding="utf-8"?><entry xmlns="http://www.w3.org/2005/Atom">"# + content(serviceFields: "") + "</entry>"
+    }
+
+    /// What the service writes around a registration it answers with.
+    public struct Answered: Sendable {
+        public var etag: Int
+        /// The registration's own URL, its Atom `id` and `self` link.
+        public var url: String
+        /// RFC 3339, the Atom `published` and `updated`.
+        public var updated: String
+        public init(etag: Int, url: String, updated: String) {
+            self.etag = etag
+            self.url = url
+            self.updated = updated
+        }
+    }
+
+    /// The entry as the service answers it (Read, Create, Update and the feeds): the Atom `id`,
+    /// `title`, `published`, `updated` and `self` link before the content, the version as `m:etag`
+    /// and as the description's first element, then `ExpirationTime`, in the reference's order.
+    public func atomEntry(answered a: Answered) -> String {
+        let url = XMLText.escape(a.url)
+        return """
+            <entry xmlns="http://www.w3.org/2005/Atom" xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata" \
+            m:etag="W/&quot;\(a.etag)&quot;"><id>\(url)</id><title type="text">\(XMLText.escape(id ?? ""))</title>\
+            <published>\(a.updated)</published><updated>\(a.updated)</updated><link rel="self" href="\(url)"/>
+            """ + content(serviceFields: "<ETag>\(a.etag)</ETag><ExpirationTime>9999-12-31T23:59:59.9999999Z</ExpirationTime>") + "</entry>"
+    }
+
+    private func content(serviceFields: String) -> String {
+        var inner = serviceFields
         if let id { inner += "<RegistrationId>\(XMLText.escape(id))</RegistrationId>" }
         if !tags.isEmpty { inner += "<Tags>\(XMLText.escape(tags.joined(separator: ",")))</Tags>" }
         inner += "<\(platform.handleElement)>\(XMLText.escape(handle))</\(platform.handleElement)>"
@@ -86,9 +116,8 @@ public struct Registration: Sendable, Equatable {
             if let name = template.name { inner += "<TemplateName>\(XMLText.escape(name))</TemplateName>" }
         }
         return """
-            <?xml version="1.0" encoding="utf-8"?><entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml">\
-            <\(descriptionElement) xmlns:i="http://www.w3.org/2001/XMLSchema-instance" \
-            xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">\(inner)</\(descriptionElement)></content></entry>
+            <content type="application/xml"><\(descriptionElement) xmlns:i="http://www.w3.org/2001/XMLSchema-instance" \
+            xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect">\(inner)</\(descriptionElement)></content>
             """
     }
 
