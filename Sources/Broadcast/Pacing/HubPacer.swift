@@ -265,7 +265,7 @@ public struct HubPacer: Sendable, Equatable {
             let spellStart = spellStart ?? now
             decrease = Decrease(pacedRate: rate(now: now) ?? current.sendRate(now: now), spell: now - spellStart,
                                 lastSecond: accepted.perSecond(now: now, since: spellStart))
-            if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate) }
+            openJudgement()
             pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
             current.endRate = decrease?.pacedRate
             startEpoch(at: pausedUntil)
@@ -320,8 +320,9 @@ public struct HubPacer: Sendable, Equatable {
         let c = configuration
         let wanted = min(c.judgedAtMost, max(c.judgedAfter, Int(4 / max(previous.recentShare, 0.01))))
         // Throttled beyond the sporadic share known: the cut did not reach under the quota.
+        let known = sporadic(now: now)
         let stillThrottled = current.throttled >= 4 && current.answered >= c.judgedAfter / 2
-            && current.share > sporadic(now: now) + margin(sporadic(now: now), answers: Double(current.answered))
+            && current.share > known + margin(known, answers: Double(current.answered))
         guard current.duration(now: now) >= c.judgedSpell, current.answered >= wanted || stillThrottled else { return }
         let share = current.share
         if share < c.severeShare, isSporadic(share, before: previous, now: now) {
@@ -358,7 +359,7 @@ public struct HubPacer: Sendable, Equatable {
 
     /// Lowers the rate from what the current epoch measured, and opens a judgement of the cut.
     private mutating func cut(now: Duration) {
-        if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate) }
+        openJudgement()
         let c = configuration
         let pacedRate = rate(now: now) ?? current.sendRate(now: now)
         current.endRate = pacedRate
@@ -370,41 +371,44 @@ public struct HubPacer: Sendable, Equatable {
             ? accepted.perSecond(now: now, since: nil) : recentAccepted / max(spell, .milliseconds(1)).inSeconds
         // The hub took the sporadically throttled sends too (they count against a quota).
         let measured = acceptedRate / (1 - min(0.5, sporadic(now: now)))
-        if spell >= c.reliableSpell && recentAccepted >= c.reliableCount {
-            let ceiling = max(c.minRate, min(pacedRate, measured))
-            lastCeiling = ceiling
-            mode = .recovering(ceiling: ceiling, since: now)
-        } else {
-            // Too short to measure a rate (or a burst allowance): at least halve, and look upward
-            // from there.
-            var ceiling = pacedRate * 0.5 / c.decrease
-            if recentAccepted >= c.reliableCount { ceiling = min(ceiling, measured) }
-            ceiling = max(c.minRate, ceiling)
-            lastCeiling = ceiling
-            mode = .probing(from: max(c.minRate, ceiling * c.decrease), since: now)
-        }
-        provenRate = 0
+        let enough = recentAccepted >= c.reliableCount
+        lower(from: pacedRate, measured: enough ? measured : nil, reliable: spell >= c.reliableSpell && enough, since: now)
         startEpoch(at: now)
     }
 
     /// Decides a severe throttle's cut once its pause is over.
     private mutating func resume(after d: Decrease) {
         let c = configuration
-        if d.spell >= c.reliableSpell && spellAccepted >= c.reliableCount {
-            let measured = d.spell >= .seconds(1) ? d.lastSecond : spellAccepted / d.spell.inSeconds
-            let ceiling = max(c.minRate, min(d.pacedRate, measured))
-            lastCeiling = ceiling
-            mode = .recovering(ceiling: ceiling, since: pausedUntil)
-        } else {
-            // Mostly burst allowance: at least halve, and look upward from there.
-            let measured = spellAccepted / max(d.spell, .milliseconds(250)).inSeconds
-            let ceiling = max(c.minRate, min(d.pacedRate * 0.5 / c.decrease, measured))
-            lastCeiling = ceiling
-            mode = .probing(from: max(c.minRate, ceiling * c.decrease), since: pausedUntil)
-        }
+        let reliable = d.spell >= c.reliableSpell && spellAccepted >= c.reliableCount
+        // From a short spell, mostly burst allowance: measured over a quarter second at least.
+        let measured = reliable
+            ? (d.spell >= .seconds(1) ? d.lastSecond : spellAccepted / d.spell.inSeconds)
+            : spellAccepted / max(d.spell, .milliseconds(250)).inSeconds
+        lower(from: d.pacedRate, measured: measured, reliable: reliable, since: pausedUntil)
         spellStart = pausedUntil
         spellAccepted = 0
+    }
+
+    /// The rate after a cut. From a reliable measure: back up along the cubic from it (never above
+    /// the rate paced at). Otherwise at least halve (and no higher than a measure there is), then
+    /// probe upward by doubling.
+    private mutating func lower(from pacedRate: Double, measured: Double?, reliable: Bool, since: Duration) {
+        let c = configuration
+        if reliable, let measured {
+            let ceiling = max(c.minRate, min(pacedRate, measured))
+            lastCeiling = ceiling
+            mode = .recovering(ceiling: ceiling, since: since)
+        } else {
+            let ceiling = max(c.minRate, min(pacedRate * 0.5 / c.decrease, measured ?? .infinity))
+            lastCeiling = ceiling
+            mode = .probing(from: max(c.minRate, ceiling * c.decrease), since: since)
+        }
         provenRate = 0
+    }
+
+    /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
+    private mutating func openJudgement() {
+        if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate) }
     }
 
     private mutating func startEpoch(at start: Duration) {
@@ -453,19 +457,15 @@ public struct HubPacer: Sendable, Equatable {
     }
 }
 
-/// Events over the last `seconds`, counted in ten buckets.
+/// Events over the last second, counted in tenths of a second.
 struct RateWindow: Sendable, Equatable {
     private static let buckets: Int64 = 10
-    private let bucketNanos: Int64
+    private static let bucketNanos: Int64 = 1_000_000_000 / buckets
     private var counts = [Double](repeating: 0, count: Int(buckets))
     private var starts = [Int64](repeating: -1, count: Int(buckets))
 
-    init(seconds: Int64 = 1) {
-        bucketNanos = seconds * 1_000_000_000 / Self.buckets
-    }
-
     mutating func add(now: Duration) {
-        let index = Self.nanoseconds(now) / bucketNanos
+        let index = Self.nanoseconds(now) / Self.bucketNanos
         let slot = Int(index % Self.buckets)
         if starts[slot] != index {
             starts[slot] = index
@@ -476,7 +476,7 @@ struct RateWindow: Sendable, Equatable {
 
     /// Events in the window's buckets.
     func total(now: Duration) -> Double {
-        let current = Self.nanoseconds(now) / bucketNanos
+        let current = Self.nanoseconds(now) / Self.bucketNanos
         var sum = 0.0
         for slot in counts.indices where starts[slot] >= 0 && current - starts[slot] < Self.buckets {
             sum += counts[slot]
@@ -488,7 +488,7 @@ struct RateWindow: Sendable, Equatable {
     func perSecond(now: Duration, since: Duration?) -> Double {
         let nanos = Self.nanoseconds(now)
         // The window is nine whole buckets and the current one so far.
-        var span = Double((Self.buckets - 1) * bucketNanos + nanos % bucketNanos) / 1e9
+        var span = Double((Self.buckets - 1) * Self.bucketNanos + nanos % Self.bucketNanos) / 1e9
         if let since { span = min(span, (now - since).inSeconds) }
         return span > 0 ? total(now: now) / span : 0
     }
