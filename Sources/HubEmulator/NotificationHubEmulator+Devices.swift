@@ -74,12 +74,11 @@ extension NotificationHubEmulator {
         var headers = [("Content-Type", "application/atom+xml;type=feed;charset=utf-8")]
         if page.count < selected.count, let last = page.last?.0.id { headers.append(("X-MS-ContinuationToken", last)) }
         // The feed's own title, id, updated and self link come first, as the service writes them.
-        let path = tag.map { "tags/\($0)/registrations/" } ?? "registrations/"
-        let feedURL = XMLText.escape("http://\(request.host)/\(hub)/\(path)?api-version=2015-01")
+        let feedURL = XMLText.escape(answerURL(request, hub, tag.map { "tags/\($0)/registrations/" } ?? "registrations/"))
         let now = CivilDate.rfc3339(epochSeconds: clock())
         let feed = #"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">"#
             + #"<title type="text">Registrations</title><id>\#(feedURL)</id><updated>\#(now)</updated><link rel="self" href="\#(feedURL)"/>"#
-            + page.map { $0.0.atomEntry(answered: answered($0.0, etag: $0.1, request: request, hub: hub)) }.joined() + "</feed>"
+            + page.map { $0.0.atomEntry(answered: answered($0.0, etag: $0.1, request: request, hub: hub, at: now)) }.joined() + "</feed>"
         return EmulatorResponse(status: 200, headers: headers, body: Array(feed.utf8))
     }
 
@@ -219,15 +218,20 @@ extension NotificationHubEmulator {
     }
 
     private func atom(_ status: Int, _ registration: Registration?, etag: Int, request: EmulatorRequest, hub: String) -> EmulatorResponse {
-        let body = registration.map { #"<?xml version="1.0" encoding="utf-8"?>"# + $0.atomEntry(answered: answered($0, etag: etag, request: request, hub: hub)) }
+        let now = CivilDate.rfc3339(epochSeconds: clock())
+        let body = registration.map { #"<?xml version="1.0" encoding="utf-8"?>"# + $0.atomEntry(answered: answered($0, etag: etag, request: request, hub: hub, at: now)) }
         return EmulatorResponse(status: status, headers: [("Content-Type", "application/atom+xml;type=entry;charset=utf-8"), ("ETag", "W/\"\(etag)\"")],
                                 body: Array((body ?? "").utf8))
     }
 
     /// What the service writes around a registration: its URL (Atom `id` and `self` link), version and time.
-    private func answered(_ registration: Registration, etag: Int, request: EmulatorRequest, hub: String) -> Registration.Answered {
-        Registration.Answered(etag: etag, url: "http://\(request.host)/\(hub)/registrations/\(registration.id ?? "")?api-version=2015-01",
-                              updated: CivilDate.rfc3339(epochSeconds: clock()))
+    private func answered(_ registration: Registration, etag: Int, request: EmulatorRequest, hub: String, at time: String) -> Registration.Answered {
+        Registration.Answered(etag: etag, url: answerURL(request, hub, "registrations/\(registration.id ?? "")"), updated: time)
+    }
+
+    /// A URL of the hub's as the service writes it into an answer (an Atom `id` or `self` link).
+    private func answerURL(_ request: EmulatorRequest, _ hub: String, _ path: String) -> String {
+        "http://\(request.host)/\(hub)/\(path)?api-version=2015-01"
     }
 
     static func encode(_ value: some Encodable) -> [UInt8] {
