@@ -17,17 +17,20 @@ import TestSupport
         ]
         try await h.produce(0..<5000, extra: invalid)
         let prometheusPort = freeLoopbackPort()
-        async let running = h.run(["--http-port", String(prometheusPort)])
-        // While it runs, the same metrics are served for Prometheus.
-        var scraped = ""
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !scraped.contains("hubcast_sent") && ContinuousClock.now < deadline {
-            scraped = (try? await ChildProcess.run("curl", ["-sf", "http://127.0.0.1:\(prometheusPort)/metrics"]).stdout) ?? ""
-            try await Task.sleep(for: .milliseconds(100))
+        // No idle exit: the scrape must not race the run's end. The run is stopped once its
+        // metrics say every item was handled; SIGTERM drains and commits as an idle exit does.
+        let background = try h.startRun(["--http-port", String(prometheusPort)], exitWhenIdle: nil)
+        let handled = await background.stdout.line(timeout: .seconds(300)) { text in
+            guard let line = (try? PipelineHarness.metricsLines(text))?.first else { return false }
+            return line["sent"] as? Int == 5000 && line["consumed"] as? Int == 5005 && line["inFlight"] as? Int == 0
         }
-        #expect(scraped.contains("# TYPE hubcast_sent counter"))
-        #expect(scraped.contains("# TYPE hubcast_send_latency_seconds histogram"), "\(scraped.prefix(2000))")
-        let run = try await running
+        #expect(handled != nil, "the run never reported 5,000 sent")
+        // While it runs, the same metrics are served for Prometheus.
+        let scrape = try await ChildProcess.run("curl", ["-sS", "--fail", "--max-time", "30", "http://127.0.0.1:\(prometheusPort)/metrics"])
+        #expect(scrape.stdout.contains("# TYPE hubcast_sent counter"), "curl: \(scrape.stderr)")
+        #expect(scrape.stdout.contains("# TYPE hubcast_send_latency_seconds histogram"), "\(scrape.stdout.prefix(2000))")
+        background.process.terminate()
+        let run = await background.finish()
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
 
         // Every valid item delivered once, to its category's followers, with its own headline.
