@@ -22,6 +22,12 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
    metrics lines (endToEndMs), steady state only (after the first 5 s), checked against the exact
    figure from the emulator's delivery log (accepted at − Kafka timestamp).
 7. Memory: hubcast's peak RSS at each of --memory-items.
+8. Scale-out (--group-quota, --group-items): several `hubcast run` in one consumer group against one
+   nginx quota, items produced without keys (kcat: partitions unevenly loaded), no tuning flags:
+   1, 2 and 3 instances started together; 3 with one stopped by SIGTERM halfway (seconds until the
+   others reach 0.9× the quota); 2 with a third added halfway (throttled around the join). Combined
+   goodput ÷ quota, over the run and its last half, % throttled, each instance's share of the
+   sends, items sent twice.
 
 Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
 same clock for all three programs. RSS and CPU come from wait4 on the measured process alone.
@@ -35,7 +41,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
 HUB = "bench"
-SECTIONS = ["ceiling", "unthrottled", "tls", "quota", "sporadic", "latency", "memory"]
+SECTIONS = ["ceiling", "unthrottled", "tls", "quota", "sporadic", "latency", "memory", "group"]
 PROGRAMS = ["hubcast", "go", "python"]
 WARM_UP_SECONDS = 5
 ID_IN_PAYLOAD = re.compile(r"Latency item (lat-\d+)")
@@ -45,6 +51,8 @@ GOAL_QUOTA_GOODPUT, GOAL_QUOTA_SETTLED, GOAL_QUOTA_THROTTLED_PCT = 0.9, 0.95, 2.
 GOAL_SPORADIC_SECONDS, GOAL_MIXED_GOODPUT = 20.0, 0.85
 GOAL_VS_GO_RATE, GOAL_VS_GO_CPU, GOAL_VS_WRK = 1.5, 0.5, 0.6
 GOAL_E2E_P50_MS, GOAL_E2E_P99_MS, GOAL_RSS_MIB = 5.0, 15.0, 64.0
+GOAL_GROUP_GOODPUT, GOAL_GROUP_SETTLED, GOAL_GROUP_THROTTLED_PCT = 0.85, 0.9, 2.0
+GOAL_GROUP_LEAVE_SECONDS, GOAL_GROUP_JOIN_THROTTLED_PCT = 5.0, 2.0
 
 
 def free_port():
@@ -75,9 +83,9 @@ class Nginx:
     """nginx on loopback: `return 201` on a silent port (wrk) and a logging port, and one logging
     `limit_req` port per quota. Every logging port writes `$msec $status` to the one access log."""
 
-    def __init__(self, work, quotas):
+    def __init__(self, work, quotas, extra_quotas=()):
         self.work, self.quiet, self.logged = work, free_port(), free_port()
-        self.quota_ports = {q: free_port() for q in quotas}
+        self.quota_ports = {q: free_port() for q in [*quotas, *extra_quotas]}
         # Sporadic throttling: one request in seven refused whatever the rate, with no quota; and
         # 5% refused on top of the first quota (refused before limit_req, so they spend none of it).
         self.sporadic_port, self.mixed_port, self.mixed_quota = free_port(), free_port(), quotas[-1]
@@ -371,6 +379,94 @@ def quota_run(programs, program, quota, items, nginx, timeout, port=None):
     return row
 
 
+def produce_unkeyed(broker, items, work):
+    """`items` news items across the six category topics, without keys (as kcat sends them by
+    default): librdkafka's sticky partitioner loads the partitions unevenly, as real topics are."""
+    per_topic = collections.defaultdict(list)
+    for n in range(items):
+        category = CATEGORIES[n % 6]
+        per_topic[category].append(json.dumps({"id": f"group-{n}", "headline": f"Flood warning issued for the valley {n}",
+                                               "category": category}))
+    for category, lines in per_topic.items():
+        path = os.path.join(work, f"unkeyed-{category}.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "news." + category.lower(), "-l", path], check=True)
+
+
+def group_run(programs, nginx, port, quota, items, instances, event=None):
+    """`instances` hubcast runs in one group against the quota at `port`. event: ("stop", None) sends
+    SIGTERM to the first instance halfway; ("join", None) starts one more halfway."""
+    broker = Broker(programs.hubcast, programs.work)
+    procs, outs = [], []
+    try:
+        produce_unkeyed(broker, items, programs.work)
+        nginx.start_log()
+
+        def start(i):
+            out = os.path.join(programs.work, f"group-{i}.out")
+            argv = programs.argv("hubcast", broker.bootstrap, port)
+            argv[argv.index("--exit-when-idle") + 1] = "3"
+            procs.append(subprocess.Popen(argv, stdout=open(out, "w"), stderr=open(out + ".err", "w"), env=programs.env("hubcast", port)))
+            outs.append(out)
+        for i in range(instances):
+            start(i)
+        t0 = time.time()
+        at = None
+        if event:
+            time.sleep(items / quota / 2)
+            at = time.time()
+            if event == "stop":
+                procs[0].send_signal(signal.SIGTERM)
+            else:
+                start(instances)
+        deadline = t0 + max(120.0, 8 * items / quota)
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(1.0, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log = nginx.entries()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        broker.stop()
+    statuses = collections.Counter(st for _, st in log)
+    accepted = sorted(t for t, st in log if st in (200, 201))
+    start_t = min(t for t, _ in log) if log else 0.0
+    window = (accepted[-1] - start_t) if len(accepted) > 1 else 0.0
+    half = start_t + window / 2
+    sent = []
+    for out in outs:
+        lines = open(out).read().splitlines()
+        try:
+            sent.append(json.loads(lines[-1]).get("sent", 0) if lines else 0)
+        except ValueError:
+            sent.append(0)
+    row = {"instances": instances, "event": event, "quota": quota, "items": items, "accepted": len(accepted), "requests": len(log),
+           "goodputToQuota": round(len(accepted) / window / quota, 3) if window else 0.0,
+           "settledToQuota": round(sum(1 for t in accepted if t >= half) / (window / 2) / quota, 3) if window else 0.0,
+           "throttledPct": round(100 * statuses.get(429, 0) / max(1, len(log)), 2),
+           "shares": [round(n / max(1, sum(sent)), 2) for n in sent], "sentTwice": max(0, sum(sent) - items),
+           "exits": [p.returncode for p in procs]}
+    if at is not None:
+        if event == "stop":
+            # The first whole second after the stop in which the others got 0.9× the quota.
+            reached = None
+            for k in range(0, 30):
+                lo = at + k * 0.25
+                if sum(1 for t in accepted if lo <= t < lo + 1) >= 0.9 * quota:
+                    reached = round(lo + 1 - at, 2)
+                    break
+            row["secondsToQuotaAfterStop"] = reached
+        else:
+            around = [(t, st) for t, st in log if at - 5 <= t < at + 5]
+            row["throttledPctAroundJoin"] = round(100 * sum(1 for _, st in around if st == 429) / max(1, len(around)), 2)
+    return row
+
+
 def percentile(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] if values else None
@@ -530,6 +626,23 @@ def goals(result):
         p50, p99 = lat["metricsP50Ms"], lat["metricsP99Ms"]
         ok = None if p50 is None else p50 <= GOAL_E2E_P50_MS and p99 <= GOAL_E2E_P99_MS
         out.append((f"end-to-end p50 ≤ {GOAL_E2E_P50_MS:g} ms, p99 ≤ {GOAL_E2E_P99_MS:g} ms", f"{p50} ms, {p99} ms", verdict(ok)))
+    group = result.get("group", [])
+    alone = next((r for r in group if r["instances"] == 1 and not r["event"]), None)
+    for r in group:
+        if r["event"] is None and r["instances"] > 1:
+            ok = (r["goodputToQuota"] >= GOAL_GROUP_GOODPUT and r["settledToQuota"] >= GOAL_GROUP_SETTLED
+                  and r["throttledPct"] <= GOAL_GROUP_THROTTLED_PCT and (alone is None or r["goodputToQuota"] >= alone["goodputToQuota"]))
+            out.append((f"{r['instances']} instances: ≥ {GOAL_GROUP_GOODPUT}× ({GOAL_GROUP_SETTLED}× last half), ≤ {GOAL_GROUP_THROTTLED_PCT:g}%, ≥ one alone",
+                        f"{r['goodputToQuota']:.2f}× ({r['settledToQuota']:.2f}×), {r['throttledPct']:.1f}%"
+                        + (f" vs {alone['goodputToQuota']:.2f}×" if alone else ""), verdict(ok)))
+        elif r["event"] == "stop":
+            s = r.get("secondsToQuotaAfterStop")
+            out.append((f"one of {r['instances']} stopped: the others at 0.9× the quota within {GOAL_GROUP_LEAVE_SECONDS:g} s",
+                        "never" if s is None else f"{s:.2f} s", verdict(s is not None and s <= GOAL_GROUP_LEAVE_SECONDS)))
+        elif r["event"] == "join":
+            j = r.get("throttledPctAroundJoin")
+            out.append((f"one joins {r['instances']}: ≤ {GOAL_GROUP_JOIN_THROTTLED_PCT:g}% throttled over the 10 s around it", f"{j:.2f}%",
+                        verdict(j is not None and j <= GOAL_GROUP_JOIN_THROTTLED_PCT)))
     rss = [r["peakRssMiB"] for r in result.get("memory", [])] + ([h["peakRssMiB"]] if h else [])
     if rss:
         out.append((f"peak RSS ≤ {GOAL_RSS_MIB:g} MiB", f"{max(rss)} MiB", verdict(max(rss) <= GOAL_RSS_MIB)))
@@ -598,6 +711,19 @@ def print_tables(result):
         print(f"  emulator's log (accepted − Kafka timestamp, {lat['emulatorItems']} items): p50 {lat['emulatorP50Ms']} ms, p99 {lat['emulatorP99Ms']} ms")
     if result.get("memory"):
         print("\nMemory (hubcast peak RSS): " + ", ".join(f"{m['items']:,} → {m['peakRssMiB']} MiB" for m in result["memory"]))
+    if result.get("group"):
+        g0 = result["group"][0]
+        print(f"\nScale-out: instances in one group, one quota of {g0['quota']:,}/s (nginx limit_req), {g0['items']:,} items without keys")
+        print(f"{'instances':<22}{'÷ quota':>9}{'last half':>10}{'throttled':>11}{'sent twice':>12}  shares / event")
+        for r in result["group"]:
+            label = f"{r['instances']}" + {"stop": ", one stopped", "join": " + one joining"}.get(r["event"], "")
+            extra = ""
+            if r["event"] == "stop":
+                extra = f"; 0.9× quota {r.get('secondsToQuotaAfterStop')} s after the stop"
+            elif r["event"] == "join":
+                extra = f"; {r.get('throttledPctAroundJoin')}% throttled ±5 s around the join"
+            print(f"{label:<22}{r['goodputToQuota']:>9.2f}{r['settledToQuota']:>10.2f}{r['throttledPct']:>10.1f}%{r['sentTwice']:>12,}  "
+                  f"{' / '.join(f'{x:.2f}' for x in r['shares'])}{extra}")
     print(f"\nGoals, hubcast:")
     for goal, measured, verdict in result["goals"]:
         print(f"  {verdict:<5} {goal:<58} {measured}")
@@ -610,6 +736,8 @@ def main():
     parser.add_argument("--quotas", default="200,2000", help="nginx limit_req quotas in sends/s, comma-separated")
     parser.add_argument("--quota-seconds", type=float, default=15, help="items per quota run = quota × this")
     parser.add_argument("--quota-timeout", type=float, default=8, help="a quota run is killed after this × its ideal time (at least 60 s)")
+    parser.add_argument("--group-quota", type=int, default=1000, help="the scale-out section's nginx quota in sends/s")
+    parser.add_argument("--group-items", type=int, default=60000, help="items in each scale-out run")
     parser.add_argument("--latency-rate", type=float, default=50, help="items/s in the end-to-end latency run")
     parser.add_argument("--latency-seconds", type=float, default=20, help="length of the latency run's production")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peers' pool size")
@@ -636,7 +764,7 @@ def main():
     help_text = subprocess.run([binary, "run", "--help"], capture_output=True, text=True).stdout
     quotas = [int(q) for q in args.quotas.split(",") if q]
     work = tempfile.mkdtemp(prefix="hubcast-bench-")
-    nginx = Nginx(work, quotas)
+    nginx = Nginx(work, quotas, [args.group_quota] if "group" in sections and args.group_quota not in quotas else [])
     started = time.time()
     result = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hubcast": binary,
               # Never passed: the quota runs are a cold start with no configured rate.
@@ -710,6 +838,12 @@ def main():
                 row = reuse or unthrottled(programs, "hubcast", n, nginx, wrk_nginx)
                 result["memory"].append({"items": n, "peakRssMiB": row["peakRssMiB"], "sendsPerSec": row["sendsPerSec"],
                                          "cpuMicrosecondsPerSend": row["cpuMicrosecondsPerSend"]})
+        if "group" in sections:
+            result["group"] = []
+            q, n = args.group_quota, args.group_items
+            for instances, event in [(1, None), (2, None), (3, None), (3, "stop"), (2, "join")]:
+                print(f"group: {instances} instance(s){', event ' + event if event else ''}, quota {q:,}/s, {n:,} items", file=sys.stderr)
+                result["group"].append(group_run(programs, nginx, nginx.quota_ports[q], q, n, instances, event))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)

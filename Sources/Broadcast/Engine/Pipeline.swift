@@ -23,6 +23,10 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case wake(Duration)
         /// Time to bring the gauges up to date (once a second, not on every tick or event).
         case gauges
+        /// Another instance sending to the hub told what it sends and wants.
+        case quotaReport(QuotaReport)
+        /// Time to tell the others, and to take this instance's share of what they told.
+        case shareQuota
         case shutdown
     }
 
@@ -41,6 +45,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     let preparer: Preparer
     let sender: Delivery
     let deadLetters: any DeadLetterSink
+    let quota: QuotaSharing?
     let configuration: Configuration
     let metrics: PipelineMetrics
     let observer: PipelineObserver
@@ -55,12 +60,13 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     let post: @Sendable (Event) -> Void
 
     public init(source: any RecordSource, preparer: Preparer, sender: Delivery, deadLetters: any DeadLetterSink,
-                configuration: Configuration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
-                logger: Logger, clock: C) {
+                quota: QuotaSharing? = nil, configuration: Configuration, metrics: PipelineMetrics,
+                observer: PipelineObserver = PipelineObserver(), logger: Logger, clock: C) {
         self.source = source
         self.preparer = preparer
         self.sender = sender
         self.deadLetters = deadLetters
+        self.quota = quota
         self.configuration = configuration
         self.metrics = metrics
         self.observer = observer
@@ -77,6 +83,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             onAssign: { post(.assigned($0)) },
             onRevoke: { partitions in revokes.revoke { post(.revoked(partitions, $0)) } }))
         sender.onAttemptFailed { post(.attemptFailed($0)) }
+        quota?.exchange.onReport { post(.quotaReport($0)) }
         metrics.concurrency.set(configuration.engine.maxInFlight)
     }
 
@@ -95,13 +102,14 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 group.addTask { await self.tick() }
                 var engine = Engine(configuration: configuration.engine)
                 var preparer = self.preparer
+                var book = quota.map { QuotaShare(instance: $0.instance, hub: $0.hub, configuration: $0.share) }
                 var finished = await perform(engine.started(now: now()), engine: engine, group: &group)
                 // The pacer's next token, when a send waits for one: a timer wakes the engine then,
                 // finer than the tick. One timer at a time; a later one is left to run out.
                 var wake: Duration?
                 for await (event, time) in events where !finished {
                     if case .wake(let at) = event, at == wake { wake = nil }
-                    let actions = handle(event, at: time, engine: &engine, preparer: &preparer)
+                    let actions = handle(event, at: time, engine: &engine, preparer: &preparer, book: &book)
                     finished = await perform(actions, engine: engine, group: &group)
                     if !finished, let at = engine.wakeAt(now: time), at < wake ?? .seconds(Int64.max) {
                         wake = at
@@ -122,7 +130,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
 
     private func now() -> Duration { origin.duration(to: clock.now) }
 
-    private func handle(_ event: Event, at now: Duration, engine: inout Engine, preparer: inout Preparer) -> [Engine.Action] {
+    private func handle(_ event: Event, at now: Duration, engine: inout Engine, preparer: inout Preparer,
+                        book: inout QuotaShare?) -> [Engine.Action] {
         switch event {
         case .fetched(.records(let messages)):
             var records: [Engine.Record] = []
@@ -155,6 +164,16 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case .gauges:
             refreshGauges(engine)
             return []
+        case .quotaReport(let report):
+            book?.heard(report, now: now)
+            return []
+        case .shareQuota:
+            guard let quota, book != nil else { return [] }
+            let report = report(engine, quota, now: now, leaving: false)
+            quota.exchange.publish(report)
+            let group = book?.group(demand: report.demand, taken: report.taken, rate: report.rate, now: now) ?? HubPacer.Group()
+            metrics.quotaPeers.set(book?.others(now: now) ?? 0)
+            return engine.shareHub(group, now: now)
         case .shutdown:
             logger.info("Shutdown requested", metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
             return engine.shutdownRequested(now: now)
@@ -202,6 +221,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                                metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
                 group.cancelAll()
             case .finish(let offsets):
+                // The others take this instance's share now, not when its reports age.
+                if let quota { quota.exchange.publish(report(engine, quota, now: now(), leaving: true)) }
                 refreshGauges(engine)
                 group.cancelAll()
                 await finish(committing: offsets)
@@ -211,8 +232,19 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         return false
     }
 
+    private func report(_ engine: Engine, _ quota: QuotaSharing, now: Duration, leaving: Bool) -> QuotaReport {
+        let pace = engine.pace
+        return QuotaReport(instance: quota.instance, hub: quota.hub, accepted: pace.ownAcceptedPerSecond(now: now),
+                           taken: pace.ownTakenPerSecond(now: now), demand: engine.paceDemand(now: now),
+                           rate: pace.hubRate(now: now), leaving: leaving)
+    }
+
     private func refreshGauges(_ engine: Engine) {
-        metrics.paceRate.set(engine.paceRate(now: now()) ?? 0)
+        let now = now()
+        metrics.paceRate.set(engine.paceRate(now: now) ?? 0)
+        metrics.paceHubRate.set(engine.pace.hubRate(now: now) ?? 0)
+        metrics.paceShare.set(engine.pace.group.share)
+        metrics.paceDemand.set(engine.paceDemand(now: now))
         metrics.inFlight.set(engine.sendsInFlight)
         metrics.concurrency.set(engine.limit)
         metrics.lag.set(source.lag)
@@ -261,6 +293,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
 
     private func tick() async {
         var sinceGauges: Duration = .zero
+        var sinceShare: Duration = .zero
         while !Task.isCancelled {
             do { try await clock.sleep(for: configuration.tickInterval) } catch { return }
             post(.tick)
@@ -268,6 +301,11 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             if sinceGauges >= configuration.gaugeInterval {
                 sinceGauges = .zero
                 post(.gauges)
+            }
+            sinceShare += configuration.tickInterval
+            if let quota, sinceShare >= quota.interval {
+                sinceShare = .zero
+                post(.shareQuota)
             }
         }
     }

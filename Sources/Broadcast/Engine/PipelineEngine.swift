@@ -86,6 +86,20 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     public var limit: Int { configuration.maxInFlight }
     /// Sends per second allowed now (nil: not paced, the hub has not throttled).
     public func paceRate(now: Duration) -> Double? { pacer.rate(now: now) }
+    /// The pacer, for what it measured and decided (reports to other instances, gauges).
+    public var pace: HubPacer { pacer }
+
+    /// Sends per second this instance could use: what it starts, and what waits for a token or
+    /// for a throttle's `Retry-After` (as if it were to go within the next second).
+    public func paceDemand(now: Duration) -> Double {
+        pacer.ownTakenPerSecond(now: now) + Double(heldQueue.count + throttledQueue.count + sendQueue.count)
+    }
+
+    /// Other instances send to the same hub: from now on this one sends its share.
+    public mutating func shareHub(_ group: HubPacer.Group, now: Duration) -> [Action] {
+        pacer.share(group, now: now)
+        return settle(now: now)
+    }
 
     /// When the shell must wake the engine (with `tick`) although no event came: a send waits for
     /// the pacer's next token, or a throttled one for its `Retry-After`. nil: no wait, or one that

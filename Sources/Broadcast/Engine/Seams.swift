@@ -45,3 +45,31 @@ public protocol Sender: Sendable {
     /// Brings the sender's own gauges up to date (called on every tick, off the send path).
     func refreshMetrics()
 }
+
+/// Carries reports between the instances that send to one hub, so that they share its quota:
+/// a Kafka topic in `run`, memory in tests.
+public protocol QuotaExchange: Sendable {
+    /// Called once, before the first `publish`: every report heard (this instance's own too,
+    /// which the pipeline ignores) goes to `handler`.
+    func onReport(_ handler: @escaping @Sendable (QuotaReport) -> Void)
+    /// Hands this instance's report to the medium; never waits for it.
+    func publish(_ report: QuotaReport)
+}
+
+/// Who this instance is to the others sending to its hub, and how it talks to them.
+public struct QuotaSharing: Sendable {
+    public var exchange: any QuotaExchange
+    /// Unique per process.
+    public var instance: String
+    /// The namespace and hub: the quota's owner.
+    public var hub: String
+    /// How often reports go out and shares are recomputed.
+    public var interval: Duration = .milliseconds(250)
+    public var share = QuotaShare.Configuration()
+
+    public init(exchange: any QuotaExchange, instance: String, hub: String) {
+        self.exchange = exchange
+        self.instance = instance
+        self.hub = hub
+    }
+}

@@ -77,6 +77,15 @@ public struct MetricsPrinter: Service {
         w.key("paceRate")
         let paceRate = s.meter("hubcast_pace_rate")
         if paceRate > 0 { w.number(paceRate, decimals: 1) } else { w.null() }
+        w.key("paceHubRate")
+        let hubRate = s.meter("hubcast_pace_hub_rate")
+        if hubRate > 0 { w.number(hubRate, decimals: 1) } else { w.null() }
+        w.key("paceShare")
+        w.number(s.meter("hubcast_pace_share"), decimals: 3)
+        w.key("paceDemand")
+        w.number(s.meter("hubcast_pace_demand"), decimals: 1)
+        w.key("quotaPeers")
+        w.number(Int64(s.meter("hubcast_quota_peers")))
         w.key("hubAvailable")
         w.bool(s.meter("hubcast_hub_available") != 0)
         w.key("sasTokensMinted")

@@ -21,6 +21,14 @@ public struct PipelineMetrics: Sendable {
     public let hubAvailable = Meter(label: "hubcast_hub_available")
     /// Sends per second the pacer allows the hub now; 0 while unpaced (the hub has not throttled).
     public let paceRate = Meter(label: "hubcast_pace_rate")
+    /// The hub's rate as this instance's pacer learnt it, every instance together; 0 while unpaced.
+    public let paceHubRate = Meter(label: "hubcast_pace_hub_rate")
+    /// This instance's share of the hub's rate (1 alone).
+    public let paceShare = Meter(label: "hubcast_pace_share")
+    /// Sends per second this instance could use: what it sends plus what waits (its weight in the split).
+    public let paceDemand = Meter(label: "hubcast_pace_demand")
+    /// Other instances sending to the same hub, heard from lately.
+    public let quotaPeers = Meter(label: "hubcast_quota_peers")
     public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
     public let sendLatency = Timer(label: "hubcast_send_latency")
     private let endToEnd: [String: Timer]
@@ -28,6 +36,7 @@ public struct PipelineMetrics: Sendable {
     /// End-to-end latency gets one timer per category (Kafka timestamp → hub accepted).
     public init(categories: [String]) {
         hubAvailable.set(1)
+        paceShare.set(1)
         endToEnd = Dictionary(uniqueKeysWithValues: categories.map {
             ($0, Timer(label: "hubcast_end_to_end_latency", dimensions: [("category", $0)]))
         })

@@ -28,12 +28,12 @@ public enum PipelineService {
                          delivered: DeliveredSends(capacity: configuration.dedupeWindow), metrics: metrics, logger: logger)
     }
 
-    public static func pipeline(source: any RecordSource, sender: HubSender, deadLetters: any DeadLetterSink,
+    public static func pipeline(source: any RecordSource, sender: HubSender, deadLetters: any DeadLetterSink, quota: QuotaSharing? = nil,
                                 configuration: PipelineConfiguration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
                                 logger: Logger) -> NewsPipeline {
         let preparer = NewsPreparer(categories: configuration.categories, maxMessageBytes: configuration.maxMessageBytes,
                                     delivered: sender.delivered, metrics: metrics, logger: logger)
-        return Pipeline(source: source, preparer: preparer, sender: sender, deadLetters: deadLetters,
+        return Pipeline(source: source, preparer: preparer, sender: sender, deadLetters: deadLetters, quota: quota,
                         configuration: shell(configuration), metrics: metrics, observer: observer, logger: logger, clock: ContinuousClock())
     }
 

@@ -35,8 +35,13 @@ import Kafka
 /// - Sends throttled that were started before the last cut do not cut again: they speak of the
 ///   rate that was already cut.
 ///
+/// Several instances sending to one hub share its quota (`Group`): the rate learnt is the hub's,
+/// measured from what every instance had accepted, and this instance sends its share of it.
+/// Alone, the share is 1 and nothing else changes.
+///
 /// A value: no clock, no lock; `now` is a time since any fixed origin, as in `PipelineEngine`.
-/// Simulated against a token-bucket hub, a sporadically throttling one and both in `HubPacerTests`.
+/// Simulated against a token-bucket hub, a sporadically throttling one and both in `HubPacerTests`,
+/// and several pacers sharing one hub in `SharedQuotaTests`.
 public struct HubPacer: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         /// A known quota in sends per second: never exceeded. nil: learnt from throttling alone.
@@ -49,6 +54,9 @@ public struct HubPacer: Sendable, Equatable {
         public var recovery: Duration = .seconds(3)
         /// How long it then takes to grow `probeAbove` × the level, probing for a risen quota.
         public var probing: Duration = .seconds(30)
+        /// The same after a cut while doubling (the second measured then was climbing, so its
+        /// accepted rate is below the quota) or sharing the hub with other instances.
+        public var probingAfterDoubling: Duration = .seconds(5)
         /// Past this multiple of the level without a throttle, the quota has moved: double.
         public var probeAbove = 1.25
         /// While doubling, how often.
@@ -92,6 +100,26 @@ public struct HubPacer: Sendable, Equatable {
         case probing(from: Double, since: Duration)
     }
 
+    /// What the other instances sending to this hub said, as the pacer needs it.
+    public struct Group: Sendable, Equatable {
+        /// This instance's share of the hub's rate, in (0, 1]: 1 alone.
+        public var share = 1.0
+        /// Sends per second the others had accepted and started, lately.
+        public var othersAccepted = 0.0
+        public var othersTaken = 0.0
+        /// The hub's rate the busiest of the others paces at (nil: none paces). An instance that
+        /// never heard a throttle starts there rather than cold, and one probing upward goes on
+        /// from there if it is higher: the busiest reached it without a throttle.
+        public var othersRate: Double?
+
+        public init(share: Double = 1, othersAccepted: Double = 0, othersTaken: Double = 0, othersRate: Double? = nil) {
+            self.share = share
+            self.othersAccepted = othersAccepted
+            self.othersTaken = othersTaken
+            self.othersRate = othersRate
+        }
+    }
+
     /// The sends started in one epoch and what became of them.
     private struct EpochSends: Sendable, Equatable {
         var startedAt: Duration?
@@ -100,7 +128,8 @@ public struct HubPacer: Sendable, Equatable {
         var paced = false
         /// The rate paced at when it ended.
         var endRate: Double?
-        var taken = 0
+        /// Sends started, each counted as the hub-wide sends it stands for (1 / share).
+        var taken = 0.0
         var answered = 0
         var throttled = 0
         /// The same over about the last 100 to 200 answers: halved whenever they pass 200.
@@ -130,7 +159,7 @@ public struct HubPacer: Sendable, Equatable {
 
         /// Sends started per second.
         func sendRate(now: Duration) -> Double {
-            Double(taken) / max(duration(now: now), .milliseconds(1)).inSeconds
+            taken / max(duration(now: now), .milliseconds(1)).inSeconds
         }
     }
 
@@ -149,6 +178,7 @@ public struct HubPacer: Sendable, Equatable {
         var mode: Mode
         var lastCeiling: Double?
         var provenRate: Double
+        var probingSpan: Duration
     }
 
     public let configuration: Configuration
@@ -160,6 +190,10 @@ public struct HubPacer: Sendable, Equatable {
     /// The share of sends the hub throttles whatever the rate, as last judged, and when.
     public private(set) var sporadicShare = 0.0
     private var sporadicJudgedAt: Duration = .zero
+    public private(set) var group = Group()
+    /// This instance's accepted per second when the others' figures came: theirs are scaled by
+    /// how its own changed since, as they lag by a report.
+    private var ownAcceptedWhenTold = 0.0
     private var current = EpochSends()
     private var previous: EpochSends?
     /// Set while the current epoch's sends judge a cut.
@@ -174,6 +208,8 @@ public struct HubPacer: Sendable, Equatable {
     private var taken = RateWindow()
     /// The last estimate of the quota, for the cap on a rate that was never tried.
     private var lastCeiling: Double?
+    /// How long the cubic takes past its level: short when the estimate is known to be low.
+    private var probingSpan: Duration
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
@@ -181,10 +217,18 @@ public struct HubPacer: Sendable, Equatable {
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         mode = configuration.maxRate == nil ? .unpaced : .fixed
+        probingSpan = configuration.probing
     }
 
-    /// Sends per second allowed now; nil when unpaced, zero while paused.
+    /// Sends per second this instance may start now: its share of the hub's rate; nil when
+    /// unpaced, zero while paused.
     public func rate(now: Duration) -> Double? {
+        hubRate(now: now).map { $0 == 0 ? 0 : max(configuration.minRate, $0 * group.share) }
+    }
+
+    /// Sends per second the hub is paced to, every instance together; nil when unpaced, zero
+    /// while paused.
+    public func hubRate(now: Duration) -> Double? {
         if now < pausedUntil { return 0 }
         let learnt: Double
         switch mode {
@@ -199,7 +243,7 @@ public struct HubPacer: Sendable, Equatable {
         // is sent only up to the probing bound of the last estimate or of what the hub has taken
         // since (botocore caps it likewise); after a quiet spell a burst starts there.
         let known = max(lastCeiling ?? 0, provenRate)
-        let tried = max(known * configuration.plateau * configuration.probeAbove, 2 * taken.perSecond(now: now, since: nil))
+        let tried = max(known * configuration.plateau * configuration.probeAbove, 2 * takenPerSecond(now: now))
         var rate = min(learnt, tried)
         if let maximum = configuration.maxRate { rate = min(rate, maximum) }
         return max(rate, configuration.minRate)
@@ -221,7 +265,7 @@ public struct HubPacer: Sendable, Equatable {
             current.startedAt = now
             current.paced = mode != .unpaced
         }
-        current.taken += 1
+        current.taken += weight
         return epoch
     }
 
@@ -238,18 +282,41 @@ public struct HubPacer: Sendable, Equatable {
         return now + .seconds((wanted - pacer.tokens) / rate)
     }
 
+    /// Sends this instance started per second, lately.
+    public func ownTakenPerSecond(now: Duration) -> Double { taken.perSecond(now: now, since: nil) }
+    /// Sends of this instance accepted per second, lately.
+    public func ownAcceptedPerSecond(now: Duration) -> Double { accepted.perSecond(now: now, since: nil) }
+
+    /// What the other instances sending to this hub said; they share its rate from now on.
+    public mutating func share(_ group: Group, now: Duration) {
+        self.group = group
+        self.group.share = min(1, max(0.01, group.share))
+        ownAcceptedWhenTold = ownAcceptedPerSecond(now: now)
+        guard let rate = group.othersRate, rate > 0 else { return }
+        switch mode {
+        case .unpaced where configuration.maxRate == nil:
+            lastCeiling = rate / configuration.plateau
+            mode = .recovering(ceiling: rate / configuration.plateau, since: now - configuration.recovery)
+            startEpoch(at: now)
+        case .probing where rate > hubRate(now: now) ?? .infinity:
+            mode = .probing(from: rate, since: now)
+        default:
+            break
+        }
+    }
+
     /// A send started in `epoch` was accepted.
     public mutating func accepted(epoch sendEpoch: Int, now: Duration) {
         accepted.add(now: now)
-        spellAccepted += 1
-        if lastCeiling != nil { provenRate = max(provenRate, accepted.perSecond(now: now, since: nil)) }
+        spellAccepted += weight
+        if lastCeiling != nil { provenRate = max(provenRate, acceptedPerSecond(now: now)) }
         count(sendEpoch, throttled: false)
         guard sendEpoch == epoch else { return }
         judgeIfDue(now: now)
         // The sporadic throttling is over (a storm passed): what was measured under it is too
         // low, so look upward by doubling rather than along the half-minute curve.
         if case .recovering = mode, sporadicShare > 0, current.recentAnswered >= 100, current.recentThrottled < 1,
-           let rate = rate(now: now) {
+           let rate = hubRate(now: now) {
             sporadicShare = 0
             mode = .probing(from: rate, since: now)
         }
@@ -263,8 +330,8 @@ public struct HubPacer: Sendable, Equatable {
         guard sendEpoch == epoch else { return }
         if current.answered >= configuration.judgedAfter && current.share >= configuration.severeShare {
             let spellStart = spellStart ?? now
-            decrease = Decrease(pacedRate: rate(now: now) ?? current.sendRate(now: now), spell: now - spellStart,
-                                lastSecond: accepted.perSecond(now: now, since: spellStart))
+            decrease = Decrease(pacedRate: hubRate(now: now) ?? current.sendRate(now: now), spell: now - spellStart,
+                                lastSecond: accepted.perSecond(now: now, since: spellStart) + othersAccepted(now: now))
             openJudgement()
             pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
             current.endRate = decrease?.pacedRate
@@ -277,6 +344,20 @@ public struct HubPacer: Sendable, Equatable {
     }
 
     // MARK: Internals
+
+    /// One send of this instance, counted as the hub-wide sends it stands for.
+    private var weight: Double { 1 / group.share }
+    /// Per second, every instance together: this one's own, measured, and the others', as told.
+    private func acceptedPerSecond(now: Duration) -> Double { ownAcceptedPerSecond(now: now) + othersAccepted(now: now) }
+
+    /// The others' accepted per second, brought up to now: they lag by up to a report, which
+    /// while the rate climbs is a fifth less than they accept when the hub throttles.
+    private func othersAccepted(now: Duration) -> Double {
+        let own = ownAcceptedPerSecond(now: now)
+        guard ownAcceptedWhenTold >= configuration.reliableCount, own > ownAcceptedWhenTold else { return group.othersAccepted }
+        return group.othersAccepted * own / ownAcceptedWhenTold
+    }
+    private func takenPerSecond(now: Duration) -> Double { taken.perSecond(now: now, since: nil) + group.othersTaken }
 
     private mutating func count(_ sendEpoch: Int, throttled: Bool) {
         if sendEpoch == epoch {
@@ -331,6 +412,7 @@ public struct HubPacer: Sendable, Equatable {
             mode = before.mode
             lastCeiling = before.lastCeiling
             provenRate = before.provenRate
+            probingSpan = before.probingSpan
             judging = nil
             startEpoch(at: now)
         } else if stillThrottled {
@@ -361,14 +443,14 @@ public struct HubPacer: Sendable, Equatable {
     private mutating func cut(now: Duration) {
         openJudgement()
         let c = configuration
-        let pacedRate = rate(now: now) ?? current.sendRate(now: now)
+        let pacedRate = hubRate(now: now) ?? current.sendRate(now: now)
         current.endRate = pacedRate
         let spell = now - (current.startedAt ?? now)
         // Accepted over the epoch's last second: a quota's measure if the sends went on through it,
         // too few to mean anything if they came in bursts (then only halve).
-        let recentAccepted = spell >= .seconds(1) ? accepted.total(now: now) : current.accepted
+        let recentAccepted = (spell >= .seconds(1) ? accepted.total(now: now) : current.accepted) + othersAccepted(now: now)
         let acceptedRate = spell >= .seconds(1)
-            ? accepted.perSecond(now: now, since: nil) : recentAccepted / max(spell, .milliseconds(1)).inSeconds
+            ? acceptedPerSecond(now: now) : current.accepted / max(spell, .milliseconds(1)).inSeconds + othersAccepted(now: now)
         // The hub took the sporadically throttled sends too (they count against a quota).
         let measured = acceptedRate / (1 - min(0.5, sporadic(now: now)))
         let enough = recentAccepted >= c.reliableCount
@@ -397,6 +479,11 @@ public struct HubPacer: Sendable, Equatable {
         if reliable, let measured {
             let ceiling = max(c.minRate, min(pacedRate, measured))
             lastCeiling = ceiling
+            // Measured while doubling, or in a group (where the others' part of the measure lags
+            // by a report, and joins, leaves and shares move it): likely low, so probe soon.
+            if case .probing = mode { probingSpan = c.probingAfterDoubling }
+            else if group.othersTaken > 0 { probingSpan = c.probingAfterDoubling }
+            else { probingSpan = c.probing }
             mode = .recovering(ceiling: ceiling, since: since)
         } else {
             let ceiling = max(c.minRate, min(pacedRate * 0.5 / c.decrease, measured ?? .infinity))
@@ -408,7 +495,7 @@ public struct HubPacer: Sendable, Equatable {
 
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
     private mutating func openJudgement() {
-        if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate) }
+        if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate, probingSpan: probingSpan) }
     }
 
     private mutating func startEpoch(at start: Duration) {
@@ -452,7 +539,7 @@ public struct HubPacer: Sendable, Equatable {
             let f = x / c.recovery
             return level + (level - ceiling * c.decrease) * f * f * f
         }
-        let f = x / c.probing
+        let f = x / probingSpan
         return level + level * (c.probeAbove - 1) * f * f * f
     }
 }

@@ -9,7 +9,7 @@ struct DevBrokerCommand: AsyncParsableCommand {
         commandName: "dev-broker",
         abstract: "Run an in-memory Kafka broker on loopback (librdkafka's mock cluster) for development and tests.",
         discussion: """
-            Prints its bootstrap address as the first line on stdout, creates the category topics and the \
+            Prints its bootstrap address as the first line on stdout, creates the category topics, the quota topic and the \
             dead-letter topic, and runs until SIGINT or SIGTERM. Everything is kept in memory and lost at exit: \
             never point production traffic at it.
             """
@@ -39,6 +39,8 @@ struct DevBrokerCommand: AsyncParsableCommand {
         let categoryMap = try categories.resolve(settings)
         var topics = Dictionary(uniqueKeysWithValues: categoryMap.topics.map { ($0, partitionCount) })
         topics[settings.string(dlqTopic, "dlq-topic", default: "news.deadletter")] = partitionCount
+        // Where `run` instances share a hub's quota (a few reports a second: one partition).
+        topics["hubcast.quota"] = 1
 
         let broker: DevBroker
         do {

@@ -46,6 +46,7 @@ struct RunCommand: AsyncParsableCommand {
         let kafkaConfig = try kafka.configuration(settings)
         let (hubConfig, hubTransport) = try hubOptions.configuration(settings)
         let pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
+        let quotaTopic = try pipelineOptions.quotaTopic(settings)
         let timeout = try kafka.timeout(settings)
         let endpoint = try http.endpoint(settings, legacy: legacyPrometheus, logger: logger)
 
@@ -74,12 +75,28 @@ struct RunCommand: AsyncParsableCommand {
 
         let (deadLetters, dlqProducer) = try pipelineOptions.deadLetterSink(settings, kafka: kafkaConfig, logger: logger)
         let health = HealthMonitor(configuration: HealthState.Configuration(consumes: true), pollTurns: { consumer.pollCount })
+        // The quota is the namespace's: every instance sending to it shares it, whatever its group.
+        let quotaExchange: KafkaQuotaExchange?
+        var quota: QuotaSharing?
+        if let topic = quotaTopic {
+            let instance = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            do {
+                quotaExchange = try KafkaQuotaExchange(kafka: kafkaConfig, topic: topic, instance: instance, logger: logger)
+            } catch {
+                throw CLIError.usage("Kafka configuration: \(error)")
+            }
+            quota = quotaExchange.map { QuotaSharing(exchange: $0, instance: instance, hub: hubConfig.connection.baseURL) }
+        } else {
+            quotaExchange = nil
+        }
         let pipeline = PipelineService.pipeline(source: health.watching(consumer), sender: sender, deadLetters: health.watching(deadLetters),
-                                                configuration: pipelineConfig, metrics: pipelineMetrics,
+                                                quota: quota, configuration: pipelineConfig, metrics: pipelineMetrics,
                                                 observer: health.pipelineObserver, logger: logger)
 
         let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
         var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        // Before the pipeline in the group, so it stops after it: the pipeline's leaving report goes out.
+        if let quotaExchange { extra.append(.init(service: quotaExchange)) }
         if let endpoint {
             extra.append(.init(service: OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger,
                                                          exposition: prometheus.exposition)))

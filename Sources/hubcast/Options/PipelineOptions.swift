@@ -50,6 +50,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Exit once no message arrived for this many seconds and nothing is in flight (env HUBCAST_EXIT_WHEN_IDLE; default: run until signalled).", valueName: "seconds"))
     var exitWhenIdle: Int?
 
+    @Option(name: .long, help: ArgumentHelp("Kafka topic through which the instances sending to one hub namespace share its quota: four times a second each tells the others what it sends and wants, and sends its share; \"none\": pace alone (env HUBCAST_QUOTA_TOPIC; default hubcast.quota).", valueName: "topic"))
+    var quotaTopic: String?
+
     func configuration(_ settings: Settings, categories: Categories) throws(CLIError) -> PipelineConfiguration {
         var config = PipelineConfiguration(categories: categories)
         config.concurrency = try settings.int(concurrency, "concurrency", default: 64, range: 1...10_000)
@@ -69,6 +72,19 @@ struct PipelineOptions: ParsableArguments {
     }
 
     func groupID(_ settings: Settings) -> String { settings.string(group, "group", default: "hubcast") }
+
+    /// The quota topic, or nil for `none`; a name Kafka would refuse is refused here.
+    func quotaTopic(_ settings: Settings) throws(CLIError) -> String? {
+        let topic = settings.string(quotaTopic, "quota-topic", default: "hubcast.quota")
+        guard topic != "none" else { return nil }
+        let legal = topic.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
+        }
+        guard legal, !topic.isEmpty, topic.utf8.count <= 249, topic != ".", topic != ".." else {
+            throw .usage("--quota-topic: \(LegibleText.quoted(topic)) is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249) nor none")
+        }
+        return topic
+    }
 
     func interval(_ settings: Settings) throws(CLIError) -> Duration {
         .seconds(try settings.int(metricsInterval, "metrics-interval", default: 10, range: 1...86_400))

@@ -1,0 +1,115 @@
+/// What one instance tells the others that send to the same hub, several times a second.
+public struct QuotaReport: Sendable, Equatable, Codable {
+    /// Unique per process: a restarted instance is a new one.
+    public var instance: String
+    /// The hub (namespace and hub name): instances of other groups sending to it share it too.
+    public var hub: String
+    /// Sends per second this instance had accepted, and started, lately.
+    public var accepted: Double
+    public var taken: Double
+    /// Sends per second it could use: what it sends plus what waits for a token.
+    public var demand: Double
+    /// The hub's rate its pacer allows, every instance together; nil while unpaced.
+    public var rate: Double?
+    /// Sent on a clean stop: its share is given back at once rather than when its reports age.
+    public var leaving: Bool
+
+    public init(instance: String, hub: String, accepted: Double, taken: Double, demand: Double, rate: Double?, leaving: Bool = false) {
+        self.instance = instance
+        self.hub = hub
+        self.accepted = accepted
+        self.taken = taken
+        self.demand = demand
+        self.rate = rate
+        self.leaving = leaving
+    }
+}
+
+/// The other instances sending to one hub, as their reports tell, and this instance's share of
+/// the hub's rate: max-min fair by demand. An instance gets what it asks for if that is less than
+/// an equal split of what the others leave; the instances that want more split the rest equally.
+/// So an instance whose partitions run dry holds no share, and the busiest take what it gave
+/// back at the next report, not after a climb.
+///
+/// Every instance computes the same split from the same reports, so the shares add up to the
+/// whole rate without anyone deciding; a report late by a round skews one split by one round.
+/// A value with an injected `now`, like the pacer.
+public struct QuotaShare: Sendable, Equatable {
+    public struct Configuration: Sendable, Equatable {
+        /// A peer not heard from for this long has gone (a SIGKILL, a partitioned network).
+        public var staleAfter: Duration = .seconds(2)
+        /// Asks are met this much above what was used, so that an instance whose input grows
+        /// is not held at what it sent last round.
+        public var headroom = 1.25
+        public init() {}
+    }
+
+    private struct Peer: Sendable, Equatable {
+        var report: QuotaReport
+        var heardAt: Duration
+    }
+
+    public let instance: String
+    public let hub: String
+    public let configuration: Configuration
+    private var peers: [String: Peer] = [:]
+
+    public init(instance: String, hub: String, configuration: Configuration = Configuration()) {
+        self.instance = instance
+        self.hub = hub
+        self.configuration = configuration
+    }
+
+    /// Instances heard from lately, this one not included.
+    public func others(now: Duration) -> Int {
+        peers.values.count { now - $0.heardAt < configuration.staleAfter }
+    }
+
+    /// Takes a report; its own and other hubs' are ignored.
+    public mutating func heard(_ report: QuotaReport, now: Duration) {
+        guard report.hub == hub, report.instance != instance else { return }
+        if report.leaving {
+            peers[report.instance] = nil
+        } else {
+            peers[report.instance] = Peer(report: report, heardAt: now)
+        }
+    }
+
+    /// What the pacer needs to share the hub: this instance's share of `rate` (the hub's, every
+    /// instance together; nil while unpaced: what they all start) given its own `demand` and
+    /// `taken` per second, and the others' measures.
+    public mutating func group(demand: Double, taken: Double, rate: Double?, now: Duration) -> HubPacer.Group {
+        peers = peers.filter { now - $0.value.heardAt < configuration.staleAfter }
+        let others = Array(peers.values.map(\.report))
+        guard !others.isEmpty else { return HubPacer.Group() }
+        // Unpaced (or paused, when no split means anything): split what they all start.
+        let rate = rate.flatMap { $0 > 0 ? $0 : nil } ?? (taken + others.reduce(0) { $0 + $1.taken })
+        let asks = [demand] + others.map(\.demand)
+        let share = Self.allocate(rate, asks: asks.map { $0 * configuration.headroom })[0] / max(rate, 1e-9)
+        // The busiest one's rate has been tried; an idle one's may have grown unchecked.
+        let busiest = others.filter { $0.rate != nil }.max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
+        return HubPacer.Group(share: share, othersAccepted: others.reduce(0) { $0 + $1.accepted },
+                              othersTaken: others.reduce(0) { $0 + $1.taken }, othersRate: busiest?.rate)
+    }
+
+    /// Max-min fair split of `total` between `asks` (water-filling); what is left when every ask
+    /// is met is split equally, so that any of them may grow into it at once.
+    public static func allocate(_ total: Double, asks: [Double]) -> [Double] {
+        guard !asks.isEmpty else { return [] }
+        var given = [Double](repeating: 0, count: asks.count)
+        var left = total
+        var open = asks.indices.sorted { asks[$0] < asks[$1] }[...]
+        while let smallest = open.first {
+            let equal = left / Double(open.count)
+            guard asks[smallest] <= equal else {
+                for i in open { given[i] = equal }
+                return given
+            }
+            given[smallest] = asks[smallest]
+            left -= asks[smallest]
+            open = open.dropFirst()
+        }
+        let spare = left / Double(asks.count)
+        return given.map { $0 + spare }
+    }
+}
