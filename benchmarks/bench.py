@@ -406,7 +406,9 @@ def group_run(programs, nginx, port, quota, items, instances, event=None):
         def start(i):
             out = os.path.join(programs.work, f"group-{i}.out")
             argv = programs.argv("hubcast", broker.bootstrap, port)
-            argv[argv.index("--exit-when-idle") + 1] = "3"
+            # A member waits for its first assignment while the group rebalances (seconds on the dev
+            # broker): an idle exit sooner would leave before it got any partition.
+            argv[argv.index("--exit-when-idle") + 1] = "10"
             procs.append(subprocess.Popen(argv, stdout=open(out, "w"), stderr=open(out + ".err", "w"), env=programs.env("hubcast", port)))
             outs.append(out)
         for i in range(instances):

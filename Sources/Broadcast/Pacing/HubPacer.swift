@@ -82,6 +82,8 @@ public struct HubPacer: Sendable, Equatable {
         /// At least this share of an epoch's answers throttled: the hub refuses nearly everything,
         /// and every send waits for its `Retry-After`.
         public var severeShare = 0.8
+        /// No send for this long is a quiet spell: a measure starts after it.
+        public var quietGap: Duration = .milliseconds(250)
         /// A learnt share of sporadic throttles counts half as much after this long.
         public var sporadicHalfLife: Duration = .seconds(30)
 
@@ -108,8 +110,9 @@ public struct HubPacer: Sendable, Equatable {
         public var othersAccepted = 0.0
         public var othersTaken = 0.0
         /// The hub's rate the busiest of the others paces at (nil: none paces). An instance that
-        /// never heard a throttle starts there rather than cold, and one probing upward goes on
-        /// from there if it is higher: the busiest reached it without a throttle.
+        /// never heard a throttle starts there rather than cold, one probing upward goes on from
+        /// there if it is higher (the busiest reached it without a throttle), and so does one
+        /// that learnt its rate before it heard the others.
         public var othersRate: Double?
 
         public init(share: Double = 1, othersAccepted: Double = 0, othersTaken: Double = 0, othersRate: Double? = nil) {
@@ -201,6 +204,10 @@ public struct HubPacer: Sendable, Equatable {
     private var decrease: Decrease?
     /// When sending last resumed after a pause (or first began), and what was accepted since.
     private var spellStart: Duration?
+    /// When sends last began again after a quiet gap, and the last send: a second measured
+    /// across a quiet spell would stand for a quota it never met.
+    private var busySince: Duration?
+    private var lastTakenAt: Duration?
     private var spellAccepted = 0.0
     private var tokens = 1.0
     private var refilledAt: Duration?
@@ -210,6 +217,8 @@ public struct HubPacer: Sendable, Equatable {
     private var lastCeiling: Double?
     /// How long the cubic takes past its level: short when the estimate is known to be low.
     private var probingSpan: Duration
+    /// The last ceiling was measured while no other instance was heard.
+    private var learntAlone = false
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
@@ -260,6 +269,8 @@ public struct HubPacer: Sendable, Equatable {
             guard tokens >= 1 else { return nil }
             tokens -= 1
         }
+        if lastTakenAt.map({ now - $0 > configuration.quietGap }) ?? true { busySince = now }
+        lastTakenAt = now
         taken.add(now: now)
         if current.startedAt == nil {
             current.startedAt = now
@@ -284,8 +295,9 @@ public struct HubPacer: Sendable, Equatable {
 
     /// Sends this instance started per second, lately.
     public func ownTakenPerSecond(now: Duration) -> Double { taken.perSecond(now: now, since: nil) }
-    /// Sends of this instance accepted per second, lately.
-    public func ownAcceptedPerSecond(now: Duration) -> Double { accepted.perSecond(now: now, since: nil) }
+    /// Sends of this instance accepted per second, lately, while it was sending (a second that
+    /// began with a quiet spell is measured from its end).
+    public func ownAcceptedPerSecond(now: Duration) -> Double { accepted.perSecond(now: now, since: busySince) }
 
     /// What the other instances sending to this hub said; they share its rate from now on.
     public mutating func share(_ group: Group, now: Duration) {
@@ -295,14 +307,25 @@ public struct HubPacer: Sendable, Equatable {
         guard let rate = group.othersRate, rate > 0 else { return }
         switch mode {
         case .unpaced where configuration.maxRate == nil:
-            lastCeiling = rate / configuration.plateau
-            mode = .recovering(ceiling: rate / configuration.plateau, since: now - configuration.recovery)
+            hold(rate, now: now)
             startEpoch(at: now)
         case .probing where rate > hubRate(now: now) ?? .infinity:
             mode = .probing(from: rate, since: now)
+        case .recovering where learntAlone && group.othersTaken > 0:
+            // The ceiling was measured before the others were heard, from this instance's part
+            // of the hub's traffic alone: take the busiest's rate if higher, and probe soon.
+            learntAlone = false
+            if let own = hubRate(now: now), rate > own { hold(rate, now: now) } else { probingSpan = configuration.probingAfterDoubling }
         default:
             break
         }
+    }
+
+    /// Paces at `rate` from now as if it had recovered to it, probing on from there soon.
+    private mutating func hold(_ rate: Double, now: Duration) {
+        lastCeiling = rate / configuration.plateau
+        probingSpan = configuration.probingAfterDoubling
+        mode = .recovering(ceiling: rate / configuration.plateau, since: now - configuration.recovery)
     }
 
     /// A send started in `epoch` was accepted.
@@ -353,9 +376,7 @@ public struct HubPacer: Sendable, Equatable {
     /// The others' accepted per second, brought up to now: they lag by up to a report, which
     /// while the rate climbs is a fifth less than they accept when the hub throttles.
     private func othersAccepted(now: Duration) -> Double {
-        let own = ownAcceptedPerSecond(now: now)
-        guard ownAcceptedWhenTold >= configuration.reliableCount, own > ownAcceptedWhenTold else { return group.othersAccepted }
-        return group.othersAccepted * own / ownAcceptedWhenTold
+        group.othersAccepted
     }
     private func takenPerSecond(now: Duration) -> Double { taken.perSecond(now: now, since: nil) + group.othersTaken }
 
@@ -445,16 +466,29 @@ public struct HubPacer: Sendable, Equatable {
         let c = configuration
         let pacedRate = hubRate(now: now) ?? current.sendRate(now: now)
         current.endRate = pacedRate
-        let spell = now - (current.startedAt ?? now)
-        // Accepted over the epoch's last second: a quota's measure if the sends went on through it,
-        // too few to mean anything if they came in bursts (then only halve).
-        let recentAccepted = (spell >= .seconds(1) ? accepted.total(now: now) : current.accepted) + othersAccepted(now: now)
-        let acceptedRate = spell >= .seconds(1)
-            ? acceptedPerSecond(now: now) : current.accepted / max(spell, .milliseconds(1)).inSeconds + othersAccepted(now: now)
+        let epochStart = current.startedAt ?? now
+        let spell: Duration
+        let recentAccepted, acceptedRate: Double
+        if let busy = busySince, busy > epochStart {
+            // Idle during the epoch (a rebalance, a quiet spell): only what followed measures.
+            spell = now - busy
+            acceptedRate = accepted.perSecond(now: now, since: busy) + othersAccepted(now: now)
+            recentAccepted = acceptedRate * min(spell, .seconds(1)).inSeconds
+        } else {
+            spell = now - epochStart
+            // Accepted over the epoch's last second: a quota's measure if the sends went on
+            // through it, too few to mean anything if they came in bursts (then only halve).
+            recentAccepted = (spell >= .seconds(1) ? accepted.total(now: now) : current.accepted) + othersAccepted(now: now)
+            acceptedRate = spell >= .seconds(1)
+                ? acceptedPerSecond(now: now) : current.accepted / max(spell, .milliseconds(1)).inSeconds + othersAccepted(now: now)
+        }
         // The hub took the sporadically throttled sends too (they count against a quota).
         let measured = acceptedRate / (1 - min(0.5, sporadic(now: now)))
         let enough = recentAccepted >= c.reliableCount
-        lower(from: pacedRate, measured: enough ? measured : nil, reliable: spell >= c.reliableSpell && enough, since: now)
+        // In a group most of the measure is the others' second, reported: a short spell of this
+        // instance's own does not make it a burst's.
+        let longEnough = spell >= c.reliableSpell || group.othersAccepted >= c.reliableCount
+        lower(from: pacedRate, measured: enough ? measured : nil, reliable: longEnough && enough, since: now)
         startEpoch(at: now)
     }
 
@@ -481,6 +515,7 @@ public struct HubPacer: Sendable, Equatable {
             lastCeiling = ceiling
             // Measured while doubling, or in a group (where the others' part of the measure lags
             // by a report, and joins, leaves and shares move it): likely low, so probe soon.
+            learntAlone = group.othersTaken == 0
             if case .probing = mode { probingSpan = c.probingAfterDoubling }
             else if group.othersTaken > 0 { probingSpan = c.probingAfterDoubling }
             else { probingSpan = c.probing }
