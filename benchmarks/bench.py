@@ -379,6 +379,35 @@ def quota_run(programs, program, quota, items, nginx, timeout, port=None):
     return row
 
 
+class Tansu:
+    """Tansu (`make test` installs it into .build-kafka/): a Kafka-protocol broker that coordinates
+    consumer groups as a real cluster does, where the dev broker stops every member for seconds at
+    each join and leave. Everything that talks to it loads the newer librdkafka next to it."""
+    DIR = os.path.join(ROOT, ".build-kafka")
+
+    @classmethod
+    def available(cls):
+        return os.access(os.path.join(cls.DIR, "bin/tansu"), os.X_OK)
+
+    def __init__(self, work):
+        port = free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        self.bootstrap = f"127.0.0.1:{port}"
+        self.env = {"LD_LIBRARY_PATH": os.path.join(self.DIR, "lib")}
+        tansu = os.path.join(self.DIR, "bin/tansu")
+        self.proc = subprocess.Popen([tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                                      "--storage-engine", "memory://tansu/"], stdout=subprocess.DEVNULL,
+                                     stderr=open(os.path.join(work, "tansu.err"), "w"))
+        wait_for_port(port, "tansu")
+        for topic, partitions in [*(("news." + c.lower(), 6) for c in CATEGORIES), ("news.deadletter", 1), ("hubcast.quota", 1)]:
+            subprocess.run([tansu, "topic", "create", topic, "--broker", url, "--partitions", str(partitions)],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
 def produce_unkeyed(broker, items, work):
     """`items` news items across the six category topics, without keys (as kcat sends them by
     default): librdkafka's sticky partitioner loads the partitions unevenly, as real topics are."""
@@ -391,13 +420,15 @@ def produce_unkeyed(broker, items, work):
         path = os.path.join(work, f"unkeyed-{category}.jsonl")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
-        subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "news." + category.lower(), "-l", path], check=True)
+        subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "news." + category.lower(), "-l", path], check=True,
+                       env={**os.environ, **getattr(broker, "env", {})})
 
 
-def group_run(programs, nginx, port, quota, items, instances, event=None):
-    """`instances` hubcast runs in one group against the quota at `port`. event: ("stop", None) sends
-    SIGTERM to the first instance halfway; ("join", None) starts one more halfway."""
-    broker = Broker(programs.hubcast, programs.work)
+def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=False):
+    """`instances` hubcast runs in one group against the quota at `port`. event: "stop" sends SIGTERM
+    to the first instance halfway; "join" starts one more halfway. On Tansu with the cooperative-sticky
+    assignor (as on a real cluster) or on the dev broker."""
+    broker = Tansu(programs.work) if tansu else Broker(programs.hubcast, programs.work)
     procs, outs = [], []
     try:
         produce_unkeyed(broker, items, programs.work)
@@ -409,7 +440,10 @@ def group_run(programs, nginx, port, quota, items, instances, event=None):
             # A member waits for its first assignment while the group rebalances (seconds on the dev
             # broker): an idle exit sooner would leave before it got any partition.
             argv[argv.index("--exit-when-idle") + 1] = "10"
-            procs.append(subprocess.Popen(argv, stdout=open(out, "w"), stderr=open(out + ".err", "w"), env=programs.env("hubcast", port)))
+            if tansu:
+                argv += ["--kafka-property", "partition.assignment.strategy=cooperative-sticky"]
+            env = {**programs.env("hubcast", port), **getattr(broker, "env", {})}
+            procs.append(subprocess.Popen(argv, stdout=open(out, "w"), stderr=open(out + ".err", "w"), env=env))
             outs.append(out)
         for i in range(instances):
             start(i)
@@ -447,7 +481,8 @@ def group_run(programs, nginx, port, quota, items, instances, event=None):
             sent.append(json.loads(lines[-1]).get("sent", 0) if lines else 0)
         except ValueError:
             sent.append(0)
-    row = {"instances": instances, "event": event, "quota": quota, "items": items, "accepted": len(accepted), "requests": len(log),
+    row = {"instances": instances, "event": event, "broker": "tansu" if tansu else "dev", "quota": quota, "items": items,
+           "accepted": len(accepted), "requests": len(log),
            "goodputToQuota": round(len(accepted) / window / quota, 3) if window else 0.0,
            "settledToQuota": round(sum(1 for t in accepted if t >= half) / (window / 2) / quota, 3) if window else 0.0,
            "throttledPct": round(100 * statuses.get(429, 0) / max(1, len(log)), 2),
@@ -715,7 +750,8 @@ def print_tables(result):
         print("\nMemory (hubcast peak RSS): " + ", ".join(f"{m['items']:,} → {m['peakRssMiB']} MiB" for m in result["memory"]))
     if result.get("group"):
         g0 = result["group"][0]
-        print(f"\nScale-out: instances in one group, one quota of {g0['quota']:,}/s (nginx limit_req), {g0['items']:,} items without keys")
+        on = "Tansu, cooperative-sticky" if g0.get("broker") == "tansu" else "the dev broker"
+        print(f"\nScale-out: instances in one group on {on}, one quota of {g0['quota']:,}/s (nginx limit_req), {g0['items']:,} items without keys")
         print(f"{'instances':<22}{'÷ quota':>9}{'last half':>10}{'throttled':>11}{'sent twice':>12}  shares / event")
         for r in result["group"]:
             label = f"{r['instances']}" + {"stop": ", one stopped", "join": " + one joining"}.get(r["event"], "")
@@ -740,6 +776,8 @@ def main():
     parser.add_argument("--quota-timeout", type=float, default=8, help="a quota run is killed after this × its ideal time (at least 60 s)")
     parser.add_argument("--group-quota", type=int, default=1000, help="the scale-out section's nginx quota in sends/s")
     parser.add_argument("--group-items", type=int, default=60000, help="items in each scale-out run")
+    parser.add_argument("--group-broker", choices=["auto", "tansu", "dev"], default="auto",
+                        help="the scale-out section's broker: Tansu (real group coordination; auto: if make test installed it) or the dev broker")
     parser.add_argument("--latency-rate", type=float, default=50, help="items/s in the end-to-end latency run")
     parser.add_argument("--latency-seconds", type=float, default=20, help="length of the latency run's production")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peers' pool size")
@@ -843,9 +881,11 @@ def main():
         if "group" in sections:
             result["group"] = []
             q, n = args.group_quota, args.group_items
+            tansu = args.group_broker == "tansu" or (args.group_broker == "auto" and Tansu.available())
             for instances, event in [(1, None), (2, None), (3, None), (3, "stop"), (2, "join")]:
-                print(f"group: {instances} instance(s){', event ' + event if event else ''}, quota {q:,}/s, {n:,} items", file=sys.stderr)
-                result["group"].append(group_run(programs, nginx, nginx.quota_ports[q], q, n, instances, event))
+                print(f"group: {instances} instance(s){', event ' + event if event else ''}, quota {q:,}/s, {n:,} items"
+                      f" on {'Tansu' if tansu else 'the dev broker'}", file=sys.stderr)
+                result["group"].append(group_run(programs, nginx, nginx.quota_ports[q], q, n, instances, event, tansu))
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
