@@ -194,9 +194,6 @@ public struct HubPacer: Sendable, Equatable {
     public private(set) var sporadicShare = 0.0
     private var sporadicJudgedAt: Duration = .zero
     public private(set) var group = Group()
-    /// This instance's accepted per second when the others' figures came: theirs are scaled by
-    /// how its own changed since, as they lag by a report.
-    private var ownAcceptedWhenTold = 0.0
     private var current = EpochSends()
     private var previous: EpochSends?
     /// Set while the current epoch's sends judge a cut.
@@ -303,7 +300,6 @@ public struct HubPacer: Sendable, Equatable {
     public mutating func share(_ group: Group, now: Duration) {
         self.group = group
         self.group.share = min(1, max(0.01, group.share))
-        ownAcceptedWhenTold = ownAcceptedPerSecond(now: now)
         guard let rate = group.othersRate, rate > 0 else { return }
         switch mode {
         case .unpaced where configuration.maxRate == nil:
@@ -354,7 +350,7 @@ public struct HubPacer: Sendable, Equatable {
         if current.answered >= configuration.judgedAfter && current.share >= configuration.severeShare {
             let spellStart = spellStart ?? now
             decrease = Decrease(pacedRate: hubRate(now: now) ?? current.sendRate(now: now), spell: now - spellStart,
-                                lastSecond: accepted.perSecond(now: now, since: spellStart) + othersAccepted(now: now))
+                                lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersAccepted)
             openJudgement()
             pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
             current.endRate = decrease?.pacedRate
@@ -371,13 +367,7 @@ public struct HubPacer: Sendable, Equatable {
     /// One send of this instance, counted as the hub-wide sends it stands for.
     private var weight: Double { 1 / group.share }
     /// Per second, every instance together: this one's own, measured, and the others', as told.
-    private func acceptedPerSecond(now: Duration) -> Double { ownAcceptedPerSecond(now: now) + othersAccepted(now: now) }
-
-    /// The others' accepted per second, brought up to now: they lag by up to a report, which
-    /// while the rate climbs is a fifth less than they accept when the hub throttles.
-    private func othersAccepted(now: Duration) -> Double {
-        group.othersAccepted
-    }
+    private func acceptedPerSecond(now: Duration) -> Double { ownAcceptedPerSecond(now: now) + group.othersAccepted }
     private func takenPerSecond(now: Duration) -> Double { taken.perSecond(now: now, since: nil) + group.othersTaken }
 
     private mutating func count(_ sendEpoch: Int, throttled: Bool) {
@@ -472,15 +462,15 @@ public struct HubPacer: Sendable, Equatable {
         if let busy = busySince, busy > epochStart {
             // Idle during the epoch (a rebalance, a quiet spell): only what followed measures.
             spell = now - busy
-            acceptedRate = accepted.perSecond(now: now, since: busy) + othersAccepted(now: now)
+            acceptedRate = accepted.perSecond(now: now, since: busy) + group.othersAccepted
             recentAccepted = acceptedRate * min(spell, .seconds(1)).inSeconds
         } else {
             spell = now - epochStart
             // Accepted over the epoch's last second: a quota's measure if the sends went on
             // through it, too few to mean anything if they came in bursts (then only halve).
-            recentAccepted = (spell >= .seconds(1) ? accepted.total(now: now) : current.accepted) + othersAccepted(now: now)
+            recentAccepted = (spell >= .seconds(1) ? accepted.total(now: now) : current.accepted) + group.othersAccepted
             acceptedRate = spell >= .seconds(1)
-                ? acceptedPerSecond(now: now) : current.accepted / max(spell, .milliseconds(1)).inSeconds + othersAccepted(now: now)
+                ? acceptedPerSecond(now: now) : current.accepted / max(spell, .milliseconds(1)).inSeconds + group.othersAccepted
         }
         // The hub took the sporadically throttled sends too (they count against a quota).
         let measured = acceptedRate / (1 - min(0.5, sporadic(now: now)))
