@@ -1,3 +1,4 @@
+import Foundation
 import Kafka
 
 /// Where records come from: a Kafka consumer in `run` and `demo`, a consumer or a file in `replay`,
@@ -58,6 +59,9 @@ public protocol QuotaExchange: Sendable {
 
 /// Who this instance is to the others sending to its hub, and how it talks to them.
 public struct QuotaSharing: Sendable {
+    /// Where `run` instances share a hub's quota unless told otherwise.
+    public static let defaultTopic = "hubcast.quota"
+
     public var exchange: any QuotaExchange
     /// Unique per process.
     public var instance: String
@@ -71,5 +75,15 @@ public struct QuotaSharing: Sendable {
         self.exchange = exchange
         self.instance = instance
         self.hub = hub
+    }
+
+    /// A name for this process, unique among the instances: host, pid and a random part (a
+    /// restarted process is a new instance). The host is gethostname's, not Foundation's
+    /// `hostName`, which resolves it through DNS and can hold the start-up for seconds.
+    public static func uniqueInstance() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&buffer, buffer.count - 1) == 0
+            ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
+        return "\(host)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Broadcast
 import Foundation
 import Kafka
 import ServiceLifecycle
@@ -40,7 +41,7 @@ struct DevBrokerCommand: AsyncParsableCommand {
         var topics = Dictionary(uniqueKeysWithValues: categoryMap.topics.map { ($0, partitionCount) })
         topics[settings.string(dlqTopic, "dlq-topic", default: "news.deadletter")] = partitionCount
         // Where `run` instances share a hub's quota (a few reports a second: one partition).
-        topics["hubcast.quota"] = 1
+        topics[QuotaSharing.defaultTopic] = 1
 
         let broker: DevBroker
         do {

@@ -79,7 +79,7 @@ struct RunCommand: AsyncParsableCommand {
         let quotaExchange: KafkaQuotaExchange?
         var quota: QuotaSharing?
         if let topic = quotaTopic {
-            let instance = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let instance = QuotaSharing.uniqueInstance()
             do {
                 quotaExchange = try KafkaQuotaExchange(kafka: kafkaConfig, topic: topic, instance: instance, logger: logger)
             } catch {

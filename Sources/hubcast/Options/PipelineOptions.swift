@@ -75,7 +75,7 @@ struct PipelineOptions: ParsableArguments {
 
     /// The quota topic, or nil for `none`; a name Kafka would refuse is refused here.
     func quotaTopic(_ settings: Settings) throws(CLIError) -> String? {
-        let topic = settings.string(quotaTopic, "quota-topic", default: "hubcast.quota")
+        let topic = settings.string(quotaTopic, "quota-topic", default: QuotaSharing.defaultTopic)
         guard topic != "none" else { return nil }
         let legal = topic.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
