@@ -32,7 +32,11 @@ public final class KafkaQuotaExchange: QuotaExchange, Service {
         // reports a second (on a real broker this is only how often it asks; on the dev broker
         // it adds up to 50 ms to a report, a fifth of the reporting interval).
         consumerConfiguration.fetchWaitMaxMs = 50
-        consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: logger)
+        // Its group's assignments and revokes are not the news partitions': at info they would read
+        // as the pipeline's own rebalances. Below info (debug, trace) they stay.
+        var consumerLogger = logger
+        if consumerLogger.logLevel >= .info { consumerLogger.logLevel = max(consumerLogger.logLevel, .warning) }
+        consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: consumerLogger)
         // Only the newest reports matter: a slow broker drops the older ones, not the process.
         (outbox, outboxWriter) = AsyncStream.makeStream(of: QuotaReport.self, bufferingPolicy: .bufferingNewest(4))
     }
