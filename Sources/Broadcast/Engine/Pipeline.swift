@@ -168,11 +168,12 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             book?.heard(report, now: now)
             return []
         case .shareQuota:
-            guard let quota, book != nil else { return [] }
+            guard let quota, var shares = book else { return [] }
             let report = report(engine, quota, now: now, leaving: false)
             quota.exchange.publish(report)
-            let group = book?.group(demand: report.demand, taken: report.taken, rate: report.rate, now: now) ?? HubPacer.Group()
-            metrics.quotaPeers.set(book?.others(now: now) ?? 0)
+            let group = shares.group(demand: report.demand, taken: report.taken, rate: report.rate, now: now)
+            metrics.quotaPeers.set(shares.others(now: now))
+            book = shares
             return engine.shareHub(group, now: now)
         case .shutdown:
             logger.info("Shutdown requested", metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
@@ -240,10 +241,10 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     }
 
     private func refreshGauges(_ engine: Engine) {
-        let now = now()
-        metrics.paceRate.set(engine.paceRate(now: now) ?? 0)
-        metrics.paceHubRate.set(engine.pace.hubRate(now: now) ?? 0)
-        metrics.paceShare.set(engine.pace.group.share)
+        let now = now(), pace = engine.pace
+        metrics.paceRate.set(pace.rate(now: now) ?? 0)
+        metrics.paceHubRate.set(pace.hubRate(now: now) ?? 0)
+        metrics.paceShare.set(pace.group.share)
         metrics.paceDemand.set(engine.paceDemand(now: now))
         metrics.inFlight.set(engine.sendsInFlight)
         metrics.concurrency.set(engine.limit)

@@ -311,7 +311,8 @@ public struct HubPacer: Sendable, Equatable {
             // The ceiling was measured before the others were heard, from this instance's part
             // of the hub's traffic alone: take the busiest's rate if higher, and probe soon.
             learntAlone = false
-            if let own = hubRate(now: now), rate > own { hold(rate, now: now) } else { probingSpan = configuration.probingAfterDoubling }
+            probingSpan = configuration.probingAfterDoubling
+            if let own = hubRate(now: now), rate > own { hold(rate, now: now) }
         default:
             break
         }
@@ -503,12 +504,12 @@ public struct HubPacer: Sendable, Equatable {
         if reliable, let measured {
             let ceiling = max(c.minRate, min(pacedRate, measured))
             lastCeiling = ceiling
+            learntAlone = group.othersTaken == 0
             // Measured while doubling, or in a group (where the others' part of the measure lags
             // by a report, and joins, leaves and shares move it): likely low, so probe soon.
-            learntAlone = group.othersTaken == 0
-            if case .probing = mode { probingSpan = c.probingAfterDoubling }
-            else if group.othersTaken > 0 { probingSpan = c.probingAfterDoubling }
-            else { probingSpan = c.probing }
+            var doubling = false
+            if case .probing = mode { doubling = true }
+            probingSpan = doubling || !learntAlone ? c.probingAfterDoubling : c.probing
             mode = .recovering(ceiling: ceiling, since: since)
         } else {
             let ceiling = max(c.minRate, min(pacedRate * 0.5 / c.decrease, measured ?? .infinity))
