@@ -331,12 +331,30 @@ def sink_run(programs, program, items, nginx, port, timeout=None, ca=None):
         log = nginx.entries()
     finally:
         broker.stop()
-    lines = open(out).read().splitlines()
+    return last_line(out), log, {"exit": code, "timedOut": timed_out, "peakRssMiB": rss, "cpuSeconds": round(cpu, 3)}
+
+
+def last_line(path):
+    """A program's last stdout line as JSON (its summary, or hubcast's final metrics line); {} if none."""
+    lines = open(path).read().splitlines()
     try:
-        summary = json.loads(lines[-1]) if lines else {}
+        return json.loads(lines[-1]) if lines else {}
     except ValueError:
-        summary = {}
-    return summary, log, {"exit": code, "timedOut": timed_out, "peakRssMiB": rss, "cpuSeconds": round(cpu, 3)}
+        return {}
+
+
+def accepted_pace(log):
+    """From the sink's log: the accepted stamps (sorted), the window from the first request to the
+    last accepted one, accepted per second over it and over its second half (the pace once the
+    cold start is behind it), and the count of each status."""
+    statuses = collections.Counter(s for _, s in log)
+    accepted = sorted(t for t, s in log if s in (200, 201))
+    start = min(t for t, _ in log) if log else 0.0
+    window = (accepted[-1] - start) if len(accepted) > 1 else 0.0
+    goodput = len(accepted) / window if window > 0 else 0.0
+    half = start + window / 2
+    settled = sum(1 for t in accepted if t >= half) / (window / 2) if window > 0 else 0.0
+    return accepted, window, goodput, settled, statuses
 
 
 def unthrottled(programs, program, items, nginx, wrk_nginx, tls=False):
@@ -359,14 +377,7 @@ def unthrottled(programs, program, items, nginx, wrk_nginx, tls=False):
 
 def quota_run(programs, program, quota, items, nginx, timeout, port=None):
     summary, log, proc = sink_run(programs, program, items, nginx, port or nginx.quota_ports[quota], timeout)
-    statuses = collections.Counter(s for _, s in log)
-    accepted = [t for t, s in log if s in (200, 201)]
-    start = min(t for t, _ in log) if log else 0.0
-    window = (max(accepted) - start) if len(accepted) > 1 else 0.0
-    goodput = len(accepted) / window if window > 0 else 0.0
-    # The second half of the run: the pace once the cold start is behind it.
-    half = start + window / 2
-    settled = sum(1 for t in accepted if t >= half) / (window / 2) if window > 0 else 0.0
+    accepted, window, goodput, settled, statuses = accepted_pace(log)
     row = {"program": program, "quota": quota, "burst": quota_burst(quota), "items": items, "accepted": len(accepted),
            "settledToQuota": round(settled / quota, 3) if quota else None,
            "requests": len(log), "throttled": statuses.get(429, 0), "otherStatuses": {str(k): v for k, v in statuses.items() if k not in (200, 201, 429)},
@@ -469,22 +480,11 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
             if proc.poll() is None:
                 proc.kill()
         broker.stop()
-    statuses = collections.Counter(st for _, st in log)
-    accepted = sorted(t for t, st in log if st in (200, 201))
-    start_t = min(t for t, _ in log) if log else 0.0
-    window = (accepted[-1] - start_t) if len(accepted) > 1 else 0.0
-    half = start_t + window / 2
-    sent = []
-    for out in outs:
-        lines = open(out).read().splitlines()
-        try:
-            sent.append(json.loads(lines[-1]).get("sent", 0) if lines else 0)
-        except ValueError:
-            sent.append(0)
+    accepted, window, goodput, settled, statuses = accepted_pace(log)
+    sent = [last_line(out).get("sent", 0) for out in outs]
     row = {"instances": instances, "event": event, "broker": "tansu" if tansu else "dev", "quota": quota, "items": items,
            "accepted": len(accepted), "requests": len(log),
-           "goodputToQuota": round(len(accepted) / window / quota, 3) if window else 0.0,
-           "settledToQuota": round(sum(1 for t in accepted if t >= half) / (window / 2) / quota, 3) if window else 0.0,
+           "goodputToQuota": round(goodput / quota, 3), "settledToQuota": round(settled / quota, 3),
            "throttledPct": round(100 * statuses.get(429, 0) / max(1, len(log)), 2),
            "shares": [round(n / max(1, sum(sent)), 2) for n in sent], "sentTwice": max(0, sum(sent) - items),
            "exits": [p.returncode for p in procs]}
