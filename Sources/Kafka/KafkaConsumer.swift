@@ -45,7 +45,7 @@ public final class KafkaConsumer: Service, Sendable {
                 case .revoke:
                     let revoked = Set(partitions)
                     pauses.withLock { $0.revoked(partitions) }
-                    buffer.removeAll { revoked.contains($0.topicPartition) }
+                    buffer.revoke(revoked)
                     logger.info("Partitions revoked", metadata: ["partitions": "\(partitions)"])
                     return handlers.withLock { $0 }.onRevoke(partitions)
                 }
@@ -103,13 +103,16 @@ public final class KafkaConsumer: Service, Sendable {
         return try await Blocking.run { () throws(KafkaError) in try client.committed(partitions, timeoutMs: ms) }
     }
 
-    /// Holds delivery from these partitions until `resume`; the member stays in its group.
+    /// Holds delivery from these partitions until `resume`; the member stays in its group. Their
+    /// messages already buffered are set aside, so the others' are delivered first.
     public func pause(_ partitions: [TopicPartition]) {
         pauses.withLock { $0.pauseByUser(partitions) }
+        buffer.hold(partitions)
     }
 
     public func resume(_ partitions: [TopicPartition]) {
         pauses.withLock { $0.resumeByUser(partitions) }
+        buffer.release(partitions)
     }
 
     /// The partitions currently assigned to this member.
@@ -138,7 +141,8 @@ public final class KafkaConsumer: Service, Sendable {
     private func pollLoop() {
         var fullSince: ContinuousClock.Instant?
         while !stopRequested.load(ordering: .acquiring) {
-            let buffered = buffer.count
+            // Messages set aside for paused partitions never make the loop wait: no more come for them.
+            let buffered = buffer.readyCount
             if buffered >= configuration.bufferCapacity {
                 fullSince = fullSince ?? .now
             } else {
@@ -162,7 +166,7 @@ public final class KafkaConsumer: Service, Sendable {
             case .nothing:
                 break
             }
-            let changes = pauses.withLock { $0.reconcile(buffered: buffer.count, fullFor: fullFor) }
+            let changes = pauses.withLock { $0.reconcile(buffered: buffer.readyCount, fullFor: fullFor) }
             if !changes.isEmpty {
                 client.pause(changes.pause)
                 client.resume(changes.resume)

@@ -45,9 +45,11 @@ public final class KafkaProducer: Sendable {
         return try await Blocking.run { () throws(KafkaError) in try client.partitionCount(topic: topic, timeoutMs: ms) }
     }
 
-    /// Sends one message and returns once the broker has it (or librdkafka gave up).
+    /// Sends one message and returns once the broker has it (or librdkafka gave up). `timestampMs`
+    /// (milliseconds since the epoch): the message's create time; nil: now.
     public func send(
-        topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = []
+        topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = [],
+        timestampMs: Int64? = nil
     ) async throws -> DeliveryReport {
         while true {
             guard !closed.withLock({ $0 }) else { throw KafkaError.shutDown }
@@ -58,7 +60,7 @@ public final class KafkaProducer: Sendable {
                         try value.withUnsafeBytes { bytes in
                             try client.produce(
                                 topic: topic, partition: partition, key: key, value: bytes, headers: headers,
-                                opaque: box.toOpaque())
+                                timestampMs: timestampMs, opaque: box.toOpaque())
                         }
                     } catch {
                         box.release()

@@ -265,7 +265,7 @@ final class RDKafkaClient: @unchecked Sendable {
     /// Enqueues one message; `opaque` comes back in the delivery callback.
     func produce(
         topic: String, partition: Int32?, key: [UInt8]?, value: UnsafeRawBufferPointer,
-        headers: [KafkaHeader], opaque: UnsafeMutableRawPointer
+        headers: [KafkaHeader], timestampMs: Int64?, opaque: UnsafeMutableRawPointer
     ) throws(KafkaError) {
         var rdHeaders: OpaquePointer?
         if !headers.isEmpty {
@@ -282,7 +282,7 @@ final class RDKafkaClient: @unchecked Sendable {
             hubcast_rd_kafka_produce(
                 handle, topic, partition ?? RD_KAFKA_PARTITION_UA,
                 key == nil ? nil : keyBytes.baseAddress, key == nil ? 0 : keyBytes.count,
-                value.baseAddress, value.count, rdHeaders, opaque)
+                value.baseAddress, value.count, rdHeaders, timestampMs ?? 0, opaque)
         }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             // On success librdkafka owns the headers; on failure they are still ours.
