@@ -18,8 +18,15 @@ import Testing
         (try? JSONSerialization.jsonObject(with: Data(buffer: response.body))) as? [String: Any] ?? [:]
     }
 
+    /// A poll loop that turns between any two looks, however slowly the test runs: these tests are
+    /// about the other checks, not about a stalled loop.
+    static func turning() -> @Sendable () -> UInt64 {
+        let turns = Atomic<UInt64>(0)
+        return { turns.add(1, ordering: .relaxed).newValue }
+    }
+
     @Test func probesAnswer200WithTheirChecksAnd503WithTheReason() async throws {
-        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: { 1 })
+        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: Self.turning())
         try await Self.app(health).test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { response in
                 #expect(response.status == .ok)
@@ -59,7 +66,7 @@ import Testing
     }
 
     @Test func rebalancesReachTheMonitorAndThePipelineAlike() throws {
-        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: { 1 })
+        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: Self.turning())
         let base = ScriptedSource()
         let watched = health.watching(base)
         let seen = Mutex<[TopicPartition]>([])
@@ -78,7 +85,7 @@ import Testing
     }
 
     @Test func aDeadLetterSinkThatFailsMakesTheProcessUnreadyUntilAWriteSucceeds() async throws {
-        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: { 1 })
+        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: Self.turning())
         let base = FlakySink()
         let sink = health.watching(base)
         let record = DeadLetterRecord(reason: "invalid", error: "x", message: Array("{}".utf8),
@@ -99,6 +106,8 @@ final class ScriptedSource: RecordSource {
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { .finished }
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
     var lag: Int64 { 0 }
+    func pause(_ partitions: [TopicPartition]) {}
+    func resume(_ partitions: [TopicPartition]) {}
 }
 
 final class FlakySink: DeadLetterSink {
