@@ -42,6 +42,8 @@ struct HealthReportingSource: RecordSource {
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { await base.nextBatch(max: max, timeout: timeout) }
     func commit(_ offsets: [TopicPartitionOffset]) async throws { try await base.commit(offsets) }
     var lag: Int64 { base.lag }
+    func pause(_ partitions: [TopicPartition]) { base.pause(partitions) }
+    func resume(_ partitions: [TopicPartition]) { base.resume(partitions) }
 }
 
 /// A dead-letter sink whose failures make the process unready until a write succeeds again.

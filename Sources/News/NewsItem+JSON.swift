@@ -30,6 +30,7 @@ extension NewsItem {
         }
         w.member("publishedAt", publishedAt?.text)
         w.member("expiresAt", expiresAt?.text)
+        w.member("priority", priority?.name)
         w.endObject()
         return w.bytes
     }

@@ -19,12 +19,14 @@ public struct NewsItem: Sendable, Equatable {
     public var secure: Bool
     public var publishedAt: Timestamp?
     public var expiresAt: Timestamp?
+    /// nil: the item named none (its category's default applies, else `normal`).
+    public var priority: Priority?
 
     public init(
         id: String, headline: String, category: String? = nil, body: String? = nil, url: String? = nil,
         imageUrl: String? = nil, locale: String? = nil, tagExpression: String? = nil, users: [String]? = nil,
         properties: [String: String] = [:], secure: Bool = false, publishedAt: Timestamp? = nil,
-        expiresAt: Timestamp? = nil
+        expiresAt: Timestamp? = nil, priority: Priority? = nil
     ) {
         self.id = id
         self.headline = headline
@@ -39,6 +41,7 @@ public struct NewsItem: Sendable, Equatable {
         self.secure = secure
         self.publishedAt = publishedAt
         self.expiresAt = expiresAt
+        self.priority = priority
     }
 
     /// True when the item has an `expiresAt` at or before `now`.

@@ -73,7 +73,16 @@ public struct NewsItemDecoder: Sendable {
             imageUrl: try optionalString(o, "imageUrl"), locale: try optionalString(o, "locale"),
             tagExpression: tagExpression, users: users, properties: try propertyMap(o),
             secure: try optionalBool(o, "secure") ?? false,
-            publishedAt: try timestamp(o, "publishedAt"), expiresAt: try timestamp(o, "expiresAt"))
+            publishedAt: try timestamp(o, "publishedAt"), expiresAt: try timestamp(o, "expiresAt"),
+            priority: try priority(o))
+    }
+
+    private func priority(_ o: [String: JSONValue]) throws(NewsItemError) -> Priority? {
+        guard let name = try optionalString(o, "priority") else { return nil }
+        guard let priority = Priority(name: name) else {
+            throw .schema("priority", "must be one of breaking, normal, bulk, got \"\(name.prefix(40))\"")
+        }
+        return priority
     }
 
     private func requiredString(_ o: [String: JSONValue], _ field: String) throws(NewsItemError) -> String {

@@ -34,6 +34,10 @@ final class FileRecordSource: RecordSource {
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
 
     var lag: Int64 { Int64(max(0, totalLines - linesRead.load(ordering: .relaxed))) }
+
+    // One partition, read only as fast as the engine asks: there is nothing to hold back.
+    func pause(_ partitions: [TopicPartition]) {}
+    func resume(_ partitions: [TopicPartition]) {}
 }
 
 /// A dry run reads like a replay but leaves the group's position alone, so the real replay
@@ -48,4 +52,6 @@ struct NonCommittingSource: RecordSource {
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { await base.nextBatch(max: max, timeout: timeout) }
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
     var lag: Int64 { base.lag }
+    func pause(_ partitions: [TopicPartition]) { base.pause(partitions) }
+    func resume(_ partitions: [TopicPartition]) { base.resume(partitions) }
 }

@@ -74,7 +74,8 @@ struct ReplayPreparer: RecordPreparer {
         }
         let sends = fresh.map { ReplaySend(ticket: tally.nextTicket(), send: $0, record: record, item: item, category: category) }
         tally.planned(sends)
-        return .sends(sends)
+        // No maximum age: a replay is a decision to send what is old.
+        return .sends(sends, priority: item.priority ?? .normal)
     }
 
     private func position(of message: KafkaMessage) -> String {

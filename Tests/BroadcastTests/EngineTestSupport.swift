@@ -1,14 +1,16 @@
 import Broadcast
 import Foundation
 import Kafka
+import News
 
 typealias Engine = PipelineEngine<String>
 
 let p0 = TopicPartition(topic: "news.world", partition: 0)
 let p1 = TopicPartition(topic: "news.world", partition: 1)
 
-func record(_ partition: TopicPartition, _ offset: Int64, sends: [String]) -> Engine.Record {
-    Engine.Record(position: RecordPosition(partition, offset: offset), work: .sends(sends))
+func record(_ partition: TopicPartition, _ offset: Int64, sends: [String], priority: Priority = .normal,
+            freshFor: Duration? = nil) -> Engine.Record {
+    Engine.Record(position: RecordPosition(partition, offset: offset), work: .sends(sends, priority: priority, freshFor: freshFor))
 }
 
 func deadLetter(_ partition: TopicPartition, _ offset: Int64) -> DeadLetterRecord {
@@ -23,6 +25,8 @@ struct Performed {
     var sends: [(id: Engine.JobID, send: String)] = []
     var deadLetters: [(id: Engine.JobID, record: DeadLetterRecord)] = []
     var fetches = 0
+    var paused: [TopicPartition] = []
+    var resumed: [TopicPartition] = []
     var commits: [[TopicPartitionOffset]] = []
     var revokes: [(id: Engine.RevokeID, commit: [TopicPartitionOffset])] = []
     var hubUnavailable = 0
@@ -38,6 +42,8 @@ struct Performed {
             case .send(let id, let send): sends.append((id, send))
             case .writeDeadLetter(let id, let record): deadLetters.append((id, record))
             case .fetch: fetches += 1
+            case .pause(let partitions): paused += partitions
+            case .resume(let partitions): resumed += partitions
             case .commit(let offsets): commits.append(offsets)
             case .completeRevoke(let id, let offsets): revokes.append((id, offsets))
             case .reportHubUnavailable: hubUnavailable += 1

@@ -1,9 +1,12 @@
 import Broadcast
 import Kafka
+import News
 import PropertyBased
+import Synchronization
 import Testing
 
-/// Random interleavings of every event the engine hears. Ground truth is kept here, outside the
+/// Random interleavings of every event the engine hears, records of every priority on partitions
+/// that are paused and resumed as their lanes fill and drain. Ground truth is kept here, outside the
 /// engine: which sends of which record were delivered or stored as dead letters.
 @Suite struct PipelineEnginePropertyTests {
     /// A test-side model of what really happened to each record.
@@ -21,11 +24,14 @@ import Testing
         var committed: [TopicPartition: Int64] = [:]
         var nextRevoke = 0
         var violations: [String] = []
+        var pauses = 0
 
         init() {
             var c = Engine.Configuration()
             c.maxInFlight = 6
             c.maxQueued = 20
+            c.minLaneDepth = 3
+            c.pacing.maxRate = 2
             c.batchSize = 5
             c.revokeTimeout = .seconds(3)
             c.drainTimeout = .seconds(5)
@@ -49,6 +55,8 @@ import Testing
                 case .send(let id, let send): running[id] = send
                 case .writeDeadLetter(let id, let record): deadLetters[id] = "\(record.partition)/\(record.offset)"
                 case .fetch: break
+                case .pause: pauses += 1
+                case .resume: break
                 case .commit(let offsets):
                     check(offsets, "commit")
                     pendingCommit = offsets
@@ -90,7 +98,9 @@ import Testing
                     nextOffset[p] = offset + 1
                     let sends = (0...(arg % 3)).map { "\(p.partition)/\(offset)/\($0)" }
                     if engine.accepts(p) { epoch[p, default: [:]][offset] = Set(sends) }
-                    records.append(record(p, offset, sends: sends))
+                    // Any mix of priorities, and now and then a deadline that passes while the sends wait.
+                    let priority = Priority(rawValue: (arg / 7 + Int(offset)) % 3) ?? .normal
+                    records.append(record(p, offset, sends: sends, priority: priority, freshFor: arg % 5 == 0 ? .milliseconds(300) : nil))
                 }
                 apply(engine.received(records, now: now))
             case 1, 2, 3, 4:
@@ -148,6 +158,7 @@ import Testing
     }
 
     @Test func committedOffsetsNeverPassAnUnfinishedRecord() async {
+        let pauses = Mutex(0)
         await propertyCheck(count: 300, input: Gen.int(in: 0...999).array(of: 20...400)) { ops in
             var world = World()
             world.apply(world.engine.started(now: .zero))
@@ -156,6 +167,8 @@ import Testing
             world.apply(world.engine.shutdownRequested(now: world.now))
             world.apply(world.engine.shutdownRequested(now: world.now))
             #expect(world.violations.isEmpty, "\(world.violations.prefix(3))")
+            pauses.withLock { $0 += world.pauses }
         }
+        #expect(pauses.withLock { $0 } > 0, "the runs paused partitions as their lanes filled")
     }
 }

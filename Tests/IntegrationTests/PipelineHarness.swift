@@ -36,7 +36,7 @@ final class PipelineHarness: Sendable {
     }
 
     /// Publishes items `n` in `range`: item n has id "item-n", category seedNames[n % 6], headline "Headline n".
-    func produce(_ range: Range<Int>, extra: [(topic: String, value: String)] = []) async throws {
+    func produce(_ range: Range<Int>, extra: [(topic: String, value: String)] = [], timestampMs: Int64? = nil) async throws {
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: broker.bootstrap)),
                                          logger: KafkaTestKit.logger)
         let categories = try Categories()
@@ -47,7 +47,7 @@ final class PipelineHarness: Sendable {
                 group.addTask { _ = try await producer.send(topic: categories.topic(for: category)!, key: Array(item.id.utf8), value: item.json) }
             }
             for (topic, value) in extra {
-                group.addTask { _ = try await producer.send(topic: topic, value: Array(value.utf8)) }
+                group.addTask { _ = try await producer.send(topic: topic, value: Array(value.utf8), timestampMs: timestampMs) }
             }
             try await group.waitForAll()
         }

@@ -163,6 +163,30 @@ import TestSupport
         #expect(down.requests.count == 4)
     }
 
+    @Test func retriesStopBeforeTheDeadlineRatherThanAfter() async throws {
+        // A hub down with 503, backoffs drawn below 4 s, on a clock that the sleeps advance; attempts
+        // enough that only the deadline can end the send.
+        let down = try ScriptedHTTPServer { _, _ in .init(status: 503, body: "<Error><Code>503</Code><Detail>Down</Detail></Error>") }
+        let now = Mutex(1_000.0)
+        let hub = try client(down, retry: RetryPolicy(maxAttempts: 10_000, baseDelay: .seconds(4), maxDelay: .seconds(4)),
+                             sleep: { d in now.withLock { $0 += Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 } },
+                             clock: { now.withLock { $0 } })
+        let error = await failure { () throws(SendFailure) in
+            try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World", deadline: 1_006)
+        }
+        #expect(error?.reason == .stale, "\(String(describing: error))")
+        #expect(error?.status == 503, "the last answer is kept")
+        #expect(now.withLock { $0 } < 1_006, "no wait past the deadline")
+        #expect(error.map { $0.attempts } == down.requests.count)
+        #expect(error?.message.contains("Down") == true)
+        // Past its deadline already: nothing goes out.
+        let late = await failure { () throws(SendFailure) in
+            try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World", deadline: 999)
+        }
+        #expect(late?.reason == .stale && late?.attempts == 0)
+        #expect(down.requests.count == error?.attempts)
+    }
+
     @Test func unauthorizedTriggersExactlyOneTokenRefresh() async throws {
         let server = try ScriptedHTTPServer { _, _ in .init(status: 401, body: "<Error><Code>401</Code><Detail>ExpiredToken</Detail></Error>") }
         // A clock that moves a minute per reading, so the refreshed token differs from the rejected one.

@@ -200,6 +200,10 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                     let batch = await self.source.nextBatch(max: max, timeout: self.configuration.fetchWait)
                     self.post(.fetched(batch))
                 }
+            case .pause(let partitions):
+                source.pause(partitions)
+            case .resume(let partitions):
+                source.resume(partitions)
             case .commit(let offsets):
                 group.addTask {
                     let succeeded = await self.commit(offsets)

@@ -1,4 +1,5 @@
 import Kafka
+import News
 
 /// Where a record came from. A file source uses one synthetic partition with line numbers as offsets.
 public struct RecordPosition: Hashable, Sendable, CustomStringConvertible {
@@ -25,6 +26,14 @@ extension PipelineEngine {
         /// Jobs waiting for a slot before the engine stops asking the source for more: the
         /// source's own buffer then fills and it pauses its partitions (backpressure).
         public var maxQueued = 1000
+        /// One start in this many goes to a lower priority that has sends waiting (its floor).
+        public var reserveEvery = 20
+        /// A partition is paused at the source once it has about this long of sends waiting at
+        /// the current pace, and resumed at half: its backlog waits in Kafka, not ahead of the
+        /// other partitions' records.
+        public var laneSeconds = 2.0
+        /// ...and never below this many sends waiting.
+        public var minLaneDepth = 100
         public var commitInterval: Duration = .seconds(1)
         /// How long leaving partitions' sends may take before the partitions go anyway.
         public var revokeTimeout: Duration = .seconds(10)
@@ -55,8 +64,9 @@ extension PipelineEngine {
         case done
         /// Invalid input: store it in the dead-letter sink.
         case deadLetter(DeadLetterRecord)
-        /// These sends, each to be delivered or dead-lettered.
-        case sends([Send])
+        /// These sends, each to be delivered or dead-lettered; `freshFor`: how long they may still
+        /// start (a stale send still starts, without a token, for the sender to dead-letter).
+        case sends([Send], priority: Priority = .normal, freshFor: Duration? = nil)
     }
 
     public struct Record: Sendable {
@@ -90,6 +100,10 @@ extension PipelineEngine {
         case writeDeadLetter(JobID, DeadLetterRecord)
         /// Ask the source for up to `max` records (one fetch at a time).
         case fetch(max: Int)
+        /// Stop fetching these partitions: their sends waiting last a while. Records already
+        /// fetched still come.
+        case pause([TopicPartition])
+        case resume([TopicPartition])
         /// Commit these offsets (the next offset to read per partition); report with `commitFinished`.
         case commit([TopicPartitionOffset])
         /// Commit these synchronously, then let the revoked partitions go.

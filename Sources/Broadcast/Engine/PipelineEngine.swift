@@ -1,5 +1,6 @@
 import DequeModule
 import Kafka
+import News
 
 /// The pipeline's decisions, as a value: which sends start, which offsets are committed, when
 /// partitions may leave, when the hub is held and probed, and when the run is over.
@@ -12,7 +13,7 @@ import Kafka
 /// (delivered, dead-lettered or dropped); the finished offsets of revoked partitions are
 /// committed in the revoke, before they go; every wait ends at a deadline.
 public struct PipelineEngine<Send: Sendable>: Sendable {
-    private struct Job: Sendable {
+    private struct Job: LaneJob {
         enum Kind: Sendable {
             case send(Send)
             case deadLetter(DeadLetterRecord)
@@ -20,6 +21,12 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         let id: JobID
         let position: RecordPosition
         let kind: Kind
+        var priority: Priority = .normal
+        /// Its partition's place in the lanes.
+        var slot = 0
+        /// When the send may no longer go: starting it then spends no token (the sender dead-letters it).
+        var staleAt: Duration?
+        var age: Int { id }
     }
 
     private struct Running: Sendable {
@@ -44,14 +51,21 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
     private var tracker = OffsetTracker()
     private var owned: Set<TopicPartition> = []
+    /// Each partition ever seen, as a small integer for the lanes.
+    private var slots: [TopicPartition: Int] = [:]
+    private var slotPartitions: [TopicPartition] = []
+    /// Slots the engine asked the source to pause: their lanes hold more than enough.
+    private var pausedSlots: Set<Int> = []
+    /// When the first send started: until a second later, the unpaced rate is not known.
+    private var firstSendAt: Duration?
     /// Jobs per unfinished record; the record is finished when its count reaches zero.
     private var remaining: [RecordPosition: Int] = [:]
     /// Records whose dead-letter write failed: never finished, so never committed past, in this process.
     private var stuck: Set<RecordPosition> = []
-    private var sendQueue: Deque<Job> = []
-    /// Sends that went out and must go again (hub unavailable, throttled): they go first, in order.
-    private var heldQueue: Deque<Job> = []
-    /// Throttled sends, each until its own `Retry-After` is over (then held), in that order.
+    /// Sends waiting for a slot and a token: by priority, partitions in turn; those that must go
+    /// again (hub unavailable, throttled) first in their partition.
+    private var lanes: SendLanes<Job>
+    /// Throttled sends, each until its own `Retry-After` is over (then back in its lane), in that order.
     private var throttledQueue: Deque<(notBefore: Duration, job: Job)> = []
     private var deadLetterQueue: Deque<Job> = []
     private var running: [JobID: Running] = [:]
@@ -74,6 +88,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     public init(configuration: Configuration) {
         self.configuration = configuration
         pacer = HubPacer(configuration: configuration.pacing)
+        lanes = SendLanes(reserveEvery: configuration.reserveEvery)
     }
 
     // MARK: What the shell reads (metrics, readiness)
@@ -81,7 +96,11 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// Sends started and not yet ended (dead-letter writes not included).
     public var sendsInFlight: Int { running.values.count { $0.isSend && !$0.orphaned } }
     /// Jobs waiting for a slot.
-    public var queued: Int { heldQueue.count + throttledQueue.count + sendQueue.count + deadLetterQueue.count }
+    public var queued: Int { lanes.count + throttledQueue.count + deadLetterQueue.count }
+    /// Sends waiting to start, of one priority (not those waiting for their `Retry-After`).
+    public func queued(_ priority: Priority) -> Int { lanes.count(of: priority) }
+    /// Partitions paused at the source because their sends waiting are enough for now.
+    public var pausedPartitions: [TopicPartition] { pausedSlots.sorted().map { slotPartitions[$0] } }
     /// Sends allowed in flight.
     public var limit: Int { configuration.maxInFlight }
     /// Sends per second allowed now (nil: not paced, the hub has not throttled).
@@ -92,7 +111,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// Sends per second this instance could use: what it starts, and what waits for a token or
     /// for a throttle's `Retry-After` (as if it were to go within the next second).
     public func paceDemand(now: Duration) -> Double {
-        pacer.ownTakenPerSecond(now: now) + Double(heldQueue.count + throttledQueue.count + sendQueue.count)
+        pacer.ownTakenPerSecond(now: now) + Double(lanes.count + throttledQueue.count)
     }
 
     /// Other instances send to the same hub: from now on this one sends its share.
@@ -107,7 +126,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     public func wakeAt(now: Duration) -> Duration? {
         guard phase == .running, running.count < limit else { return nil }
         let retryAt = throttledQueue.first?.notBefore
-        guard !heldQueue.isEmpty || !sendQueue.isEmpty, let token = pacer.nextTokenAt(now: now) else { return retryAt }
+        guard !lanes.isEmpty, let token = pacer.nextTokenAt(now: now) else { return retryAt }
         return min(token, retryAt ?? token)
     }
     public func isOwned(_ partition: TopicPartition) -> Bool { owned.contains(partition) }
@@ -143,8 +162,12 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         let leaving = Set(partitions)
         owned.subtract(leaving)
         // Sends not started stay unfinished: the next owner reads them from the committed offset.
-        sendQueue.removeAll { leaving.contains($0.position.partition) }
-        heldQueue.removeAll { leaving.contains($0.position.partition) }
+        for partition in leaving {
+            guard let slot = slots[partition] else { continue }
+            lanes.removeAll(slot: slot)
+            // The source forgets a leaving partition's pause.
+            pausedSlots.remove(slot)
+        }
         throttledQueue.removeAll { leaving.contains($0.job.position.partition) }
         if phase == .finished {
             return [completeRevoke(id, leaving)]
@@ -156,6 +179,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     public mutating func received(_ records: [Record], now: Duration) -> [Action] {
         fetching = false
         lastActivityAt = now
+        var filled: [Int] = []
         for record in records {
             let position = record.position
             // Not ours (any more), or the run is stopping: leave it unstarted and uncommitted.
@@ -167,14 +191,23 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             case .deadLetter(let deadLetter):
                 remaining[position] = 1
                 deadLetterQueue.append(makeJob(position, .deadLetter(deadLetter)))
-            case .sends(let sends) where sends.isEmpty:
+            case .sends(let sends, _, _) where sends.isEmpty:
                 tracker.finished(position.partition, offset: position.offset)
-            case .sends(let sends):
+            case .sends(let sends, let priority, let freshFor):
                 remaining[position] = sends.count
-                for send in sends { sendQueue.append(makeJob(position, .send(send))) }
+                let slot = slot(of: position.partition)
+                let staleAt = freshFor.map { now + $0 }
+                for send in sends {
+                    var job = makeJob(position, .send(send))
+                    job.priority = priority
+                    job.slot = slot
+                    job.staleAt = staleAt
+                    lanes.append(job, priority: priority, slot: slot)
+                }
+                if filled.last != slot { filled.append(slot) }
             }
         }
-        return settle(now: now)
+        return pauseFilled(filled, now: now) + settle(now: now)
     }
 
     /// A fetch found nothing within its wait.
@@ -204,7 +237,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             pacer.accepted(epoch: run.epoch, now: now)
             if case .unavailable(let since, _) = hub {
                 hub = .available
-                actions.append(.reportHubAvailable(after: now - since, heldSends: heldQueue.count, failedProbes: failedProbes))
+                actions.append(.reportHubAvailable(after: now - since, heldSends: lanes.count, failedProbes: failedProbes))
                 failedProbes = 0
             }
             jobEnded(run)
@@ -306,8 +339,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         case .running:
             phase = .draining(deadline: now + configuration.drainTimeout)
             // Not started: stays uncommitted and is read again after the restart.
-            sendQueue.removeAll()
-            heldQueue.removeAll()
+            lanes.removeAll()
             throttledQueue.removeAll()
             return settle(now: now)
         case .draining:
@@ -329,15 +361,11 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         return Job(id: nextJobID, position: position, kind: kind)
     }
 
-    /// A send that must go again, before any new one, unless its partition left or the run is
-    /// stopping. A failed probe keeps its place at the head: it is the oldest.
+    /// A send that must go again, first in its partition's line, unless its partition left or
+    /// the run is stopping.
     private mutating func hold(_ run: Running) {
         guard mayGoAgain(run) else { return }
-        if run.isProbe {
-            heldQueue.prepend(run.job)
-        } else {
-            heldQueue.append(run.job)
-        }
+        lanes.putBack(run.job, priority: run.job.priority, slot: run.job.slot)
     }
 
     /// A throttled send, held until `notBefore`: the queue stays in that order (the Retry-Afters
@@ -383,8 +411,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
     private mutating func finish() -> [Action] {
         phase = .finished
-        sendQueue.removeAll()
-        heldQueue.removeAll()
+        lanes.removeAll()
         throttledQueue.removeAll()
         deadLetterQueue.removeAll()
         var actions: [Action] = []
@@ -415,11 +442,68 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         if exhausted, phase == .running, running.isEmpty, queued == 0 {
             return actions + finish()
         }
-        if phase == .running, !fetching, !exhausted, queued < configuration.maxQueued {
+        if !pausedSlots.isEmpty { resumeDrained(now: now, into: &actions) }
+        // Sends of paused partitions do not stop the fetching: what the others have (a breaking
+        // item behind a backlog) must still come in. The hard cap bounds memory whatever happens.
+        if phase == .running, !fetching, !exhausted, queued - waitingInPaused < configuration.maxQueued,
+           queued < configuration.maxQueued * 4 {
             fetching = true
             actions.append(.fetch(max: configuration.batchSize))
         }
         return actions
+    }
+
+    // MARK: Fetch-stage fairness
+
+    private mutating func slot(of partition: TopicPartition) -> Int {
+        if let slot = slots[partition] { return slot }
+        slots[partition] = slotPartitions.count
+        slotPartitions.append(partition)
+        return slotPartitions.count - 1
+    }
+
+    private var waitingInPaused: Int { pausedSlots.reduce(0) { $0 + lanes.waiting[$1] } }
+
+    /// Sends one partition may have waiting before it is paused at the source, so that its
+    /// backlog stays in Kafka, not ahead of the other partitions' records in the fetch buffers:
+    /// about `laneSeconds` of its sends at the current pace. nil: no pausing, the pace is too high
+    /// for a lane of at most `maxQueued` to last through a resume (librdkafka refetches a resumed
+    /// partition a second later), or not known yet.
+    func laneLimit(now: Duration) -> Int? {
+        let rate: Double
+        if let paced = pacer.rate(now: now) {
+            rate = paced
+        } else {
+            guard let first = firstSendAt, now - first >= .seconds(1) else { return nil }
+            rate = pacer.ownTakenPerSecond(now: now)
+        }
+        let busy = lanes.waiting.reduce(0) { $0 + ($1 > 0 ? 1 : 0) }
+        let perPartition = rate / Double(max(1, busy))
+        let limit = max(configuration.minLaneDepth, Int(min(perPartition * configuration.laneSeconds, Double(Int32.max))))
+        return limit <= configuration.maxQueued ? limit : nil
+    }
+
+    /// Pauses the partitions that just received enough to last.
+    private mutating func pauseFilled(_ filled: [Int], now: Duration) -> [Action] {
+        guard phase == .running, !filled.isEmpty, let limit = laneLimit(now: now) else { return [] }
+        var pause: [TopicPartition] = []
+        for slot in filled where lanes.waiting[slot] >= limit && !pausedSlots.contains(slot) {
+            pausedSlots.insert(slot)
+            pause.append(slotPartitions[slot])
+        }
+        return pause.isEmpty ? [] : [.pause(pause)]
+    }
+
+    /// Resumes paused partitions whose lanes are down to half (a second or more of sends left,
+    /// while the refetch comes), or all of them once the pace no longer calls for pausing.
+    private mutating func resumeDrained(now: Duration, into actions: inout [Action]) {
+        let limit = phase == .running ? laneLimit(now: now) : nil
+        var resume: [TopicPartition] = []
+        for slot in pausedSlots.sorted() where limit.map({ lanes.waiting[slot] <= $0 / 2 }) ?? true {
+            pausedSlots.remove(slot)
+            resume.append(slotPartitions[slot])
+        }
+        if !resume.isEmpty { actions.append(.resume(resume)) }
     }
 
     private mutating func startJobs(now: Duration, into actions: inout [Action]) {
@@ -431,7 +515,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         }
         guard phase == .running else { return }
         while let first = throttledQueue.first, first.notBefore <= now {
-            heldQueue.append(throttledQueue.removeFirst().job)
+            let job = throttledQueue.removeFirst().job
+            lanes.putBack(job, priority: job.priority, slot: job.slot)
         }
         var probe = false
         if case .unavailable = hub {
@@ -439,11 +524,19 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             guard now >= nextProbeAt, !running.values.contains(where: \.isProbe) else { return }
             probe = true
         }
-        while running.count < limit, !heldQueue.isEmpty || !sendQueue.isEmpty, let epoch = pacer.take(now: now),
-              let job = heldQueue.popFirst() ?? sendQueue.popFirst() {
-            running[job.id] = Running(job: job, isProbe: probe, epoch: epoch)
+        while running.count < limit, let priority = lanes.nextPriority(), let next = lanes.first(priority) {
+            // A stale send never reaches the hub (the sender dead-letters it): no token, no probe.
+            let stale = next.staleAt.map { now >= $0 } ?? false
+            var epoch = 0
+            if !stale {
+                guard let taken = pacer.take(now: now) else { return }
+                epoch = taken
+                if firstSendAt == nil { firstSendAt = now }
+            }
+            guard let job = lanes.popFirst(priority) else { return }
+            running[job.id] = Running(job: job, isProbe: probe && !stale, epoch: epoch)
             if case .send(let send) = job.kind { actions.append(.send(job.id, send)) }
-            if probe { return }
+            if probe && !stale { return }
         }
     }
 

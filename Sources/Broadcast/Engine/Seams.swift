@@ -12,6 +12,10 @@ public protocol RecordSource: Sendable {
     func commit(_ offsets: [TopicPartitionOffset]) async throws
     /// Records behind the end of what this member owns, as far as the source knows.
     var lag: Int64 { get }
+    /// Stops fetching these partitions (records already fetched may still come) until `resume`;
+    /// a partition that leaves forgets its pause.
+    func pause(_ partitions: [TopicPartition])
+    func resume(_ partitions: [TopicPartition])
 }
 
 /// What waiting for records ended with.

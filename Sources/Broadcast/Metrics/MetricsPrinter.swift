@@ -48,7 +48,7 @@ public struct MetricsPrinter: Service {
         w.member("ts", CivilDate.rfc3339(epochSeconds: Date().timeIntervalSince1970))
         for (field, label) in [("consumed", "consumed"), ("sent", "sent"), ("failed", "failed"), ("retried", "retried"),
                                ("throttled", "throttled"), ("deadLettered", "dead_lettered"), ("invalid", "invalid"),
-                               ("expired", "expired"), ("duplicates", "duplicates")] {
+                               ("expired", "expired"), ("stale", "stale"), ("duplicates", "duplicates")] {
             w.key(field)
             w.number(s.counter(PipelineMetrics.prefix + label))
         }
@@ -69,6 +69,15 @@ public struct MetricsPrinter: Service {
         for (key, histogram) in timers.filter({ $0.key.label == "hubcast_end_to_end_latency" }).sorted(by: { $0.key.dimensions.lexicographicallyPrecedes($1.key.dimensions) })
         where histogram.count > 0 {
             w.key(key.dimension("category") ?? "")
+            writeLatency(histogram, into: &w)
+        }
+        w.endObject()
+        w.key("endToEndByPriorityMs")
+        w.beginObject()
+        for priority in Priority.mostUrgentFirst {
+            guard let histogram = timers.first(where: { $0.key.label == "hubcast_priority_end_to_end_latency" && $0.key.dimension("priority") == priority.name })?.value,
+                  histogram.count > 0 else { continue }
+            w.key(priority.name)
             writeLatency(histogram, into: &w)
         }
         w.endObject()

@@ -1,4 +1,5 @@
 import Metrics
+import News
 
 /// The pipeline's metrics, created once with fixed labels (never per message).
 public struct PipelineMetrics: Sendable {
@@ -12,6 +13,8 @@ public struct PipelineMetrics: Sendable {
     public let deadLettered = Counter(label: "hubcast_dead_lettered")
     public let invalid = Counter(label: "hubcast_invalid")
     public let expired = Counter(label: "hubcast_expired")
+    /// Items past their maximum age, or sends whose deadline passed while they waited or retried: dead-lettered.
+    public let stale = Counter(label: "hubcast_stale")
     public let duplicates = Counter(label: "hubcast_duplicates")
     public let itemsDone = Counter(label: "hubcast_items_done")
     public let inFlight = Meter(label: "hubcast_in_flight")
@@ -32,6 +35,8 @@ public struct PipelineMetrics: Sendable {
     public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
     public let sendLatency = Timer(label: "hubcast_send_latency")
     private let endToEnd: [String: Timer]
+    /// By priority, indexed by its raw value.
+    private let endToEndByPriority: [Timer]
 
     /// End-to-end latency gets one timer per category (Kafka timestamp → hub accepted).
     public init(categories: [String]) {
@@ -40,9 +45,11 @@ public struct PipelineMetrics: Sendable {
         endToEnd = Dictionary(uniqueKeysWithValues: categories.map {
             ($0, Timer(label: "hubcast_end_to_end_latency", dimensions: [("category", $0)]))
         })
+        endToEndByPriority = Priority.allCases.map { Timer(label: "hubcast_priority_end_to_end_latency", dimensions: [("priority", $0.name)]) }
     }
 
-    func recordEndToEnd(category: String, milliseconds: Int64) {
+    func recordEndToEnd(category: String, priority: Priority, milliseconds: Int64) {
         endToEnd[category]?.recordMilliseconds(milliseconds)
+        endToEndByPriority[priority.rawValue].recordMilliseconds(milliseconds)
     }
 }

@@ -39,16 +39,22 @@ public final class HubSender: Sender {
     }
 
     public func deliver(_ send: NewsSend) async -> PipelineEngine<NewsSend>.Outcome {
+        // Waited past its deadline (behind others, for the hub, for a Retry-After): never sent.
+        if let staleAt = send.staleAt, clock() >= staleAt {
+            return classify(SendFailure(reason: .stale, status: nil, message: "its deadline passed while it waited to be sent",
+                                        attempts: 0, throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0), of: send)
+        }
         // A copy of this (item, audience) from another partition may be in flight: wait for it.
         if await delivered.claim(send.deliveryKey) == .duplicate {
             metrics.duplicates.increment()
             return .delivered
         }
         do {
-            let result = try await client.sendTemplate(properties: send.planned.properties, tagExpression: send.planned.tagExpression)
+            let result = try await client.sendTemplate(properties: send.planned.properties, tagExpression: send.planned.tagExpression,
+                                                       deadline: send.staleAt)
             delivered.finished(send.deliveryKey, accepted: true)
             if let produced = send.source.timestampMs {
-                metrics.recordEndToEnd(category: send.category, milliseconds: max(0, Int64(clock() * 1000) - produced))
+                metrics.recordEndToEnd(category: send.category, priority: send.priority, milliseconds: max(0, Int64(clock() * 1000) - produced))
             }
             metrics.sendLatency.recordNanoseconds(result.latency.components.seconds * 1_000_000_000 + result.latency.components.attoseconds / 1_000_000_000)
             metrics.retried.increment(by: result.attempts - 1)
@@ -68,10 +74,16 @@ public final class HubSender: Sender {
     /// Whose fault: the hub's (hold, pause, probe), throttling (wait), or the item's (dead-letter).
     func classify(_ error: SendFailure, of send: NewsSend) -> PipelineEngine<NewsSend>.Outcome {
         if let notTheItems = PipelineEngine<NewsSend>.Outcome(notTheItemsFault: error) { return notTheItems }
-        metrics.failed.increment()
-        logger.error("Send failed", metadata: ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
-                                                "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
-                                                "attempts": "\(error.attempts)", "error": "\(error.message)"])
+        let metadata: Logger.Metadata = ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
+                                         "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
+                                         "attempts": "\(error.attempts)", "error": "\(error.message)"]
+        if error.reason == .stale {
+            metrics.stale.increment()
+            logger.warning("Send too late: dead-lettered, not sent", metadata: metadata)
+        } else {
+            metrics.failed.increment()
+            logger.error("Send failed", metadata: metadata)
+        }
         return .failed(DeadLetterRecord(
             reason: error.reason.name, error: error.message, status: error.status, attempts: error.attempts,
             message: send.source.value, itemID: send.itemID, category: send.category, audience: send.planned.tagExpression,

@@ -13,10 +13,17 @@ public struct NewsPreparer: RecordPreparer {
     let metrics: PipelineMetrics
     let logger: Logger
     let clock: @Sendable () -> Double
+    /// The priority of items of these categories that name none.
+    let categoryPriority: [String: Priority]
+    /// Seconds after its Kafka timestamp an item without `expiresAt` may still go; nil: no bound.
+    let maxAge: Double?
 
     public init(categories: Categories, maxMessageBytes: Int, delivered: DeliveredSends, metrics: PipelineMetrics, logger: Logger,
+                categoryPriority: [String: Priority] = [:], maxAge: Duration? = nil,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.categories = categories
+        self.categoryPriority = categoryPriority
+        self.maxAge = maxAge?.inSeconds
         decoder = NewsItemDecoder(maxMessageBytes: maxMessageBytes)
         self.delivered = delivered
         self.metrics = metrics
@@ -36,9 +43,18 @@ public struct NewsPreparer: RecordPreparer {
         guard let category = topicCategory ?? item.category else {
             return invalid(message, "topic \(message.topic) maps to no category", itemID: item.id, category: nil)
         }
-        if item.isExpired(atEpochSeconds: clock()) {
+        let now = clock()
+        if item.isExpired(atEpochSeconds: now) {
             metrics.expired.increment()
             return .done
+        }
+        // Without a Kafka timestamp the age counts from now: the bound still holds for retries.
+        let staleAt = item.expiresAt?.epochSeconds ?? maxAge.map { (message.timestampMs.map { Double($0) / 1000 } ?? now) + $0 }
+        if let staleAt, staleAt <= now {
+            metrics.stale.increment()
+            return .deadLetter(DeadLetterRecord(
+                reason: FailureReason.stale.name, error: "produced \(Int(now - staleAt + (maxAge ?? 0))) s ago, over the maximum age of \(Int(maxAge ?? 0)) s",
+                message: message.value, itemID: item.id, category: category, source: message))
         }
         let planned: [PlannedSend]
         do {
@@ -46,13 +62,14 @@ public struct NewsPreparer: RecordPreparer {
         } catch {
             return invalid(message, error.description, itemID: item.id, category: category)
         }
-        let sends = planned.map { NewsSend(planned: $0, itemID: item.id, category: category, source: message) }
+        let priority = item.priority ?? categoryPriority[category] ?? .normal
+        let sends = planned.map { NewsSend(planned: $0, itemID: item.id, category: category, source: message, priority: priority, staleAt: staleAt) }
         let fresh = sends.filter { !delivered.contains($0.deliveryKey) }
         if fresh.isEmpty {
             metrics.duplicates.increment()
             return .done
         }
-        return .sends(fresh)
+        return .sends(fresh, priority: priority, freshFor: staleAt.map { .seconds(max(0, $0 - now)) })
     }
 
     private func invalid(_ message: KafkaMessage, _ error: String, itemID: String?, category: String?) -> PipelineEngine<NewsSend>.Work {

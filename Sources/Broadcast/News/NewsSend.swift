@@ -1,4 +1,5 @@
 import Kafka
+import News
 import NotificationHubs
 
 /// One template send of a news item, with what its outcome needs: the item, its category, and
@@ -8,6 +9,10 @@ public struct NewsSend: Sendable {
     public let itemID: String
     public let category: String
     public let source: KafkaMessage
+    public let priority: Priority
+    /// Epoch seconds from which it may no longer go (its `expiresAt`, or its Kafka timestamp plus
+    /// the maximum age); nil: no bound.
+    public let staleAt: Double?
     /// The (item, audience) pair as 64 bits, for the delivered-sends window: it holds 100,000 of
     /// them, and as strings they were a few megabytes and two allocations per send. Two different
     /// pairs share a key with odds of about 1 in 10¹⁴ per item over a full window (a send skipped
@@ -15,11 +20,14 @@ public struct NewsSend: Sendable {
     /// preparer checks it and the sender marks it.
     let deliveryKey: Int
 
-    public init(planned: PlannedSend, itemID: String, category: String, source: KafkaMessage) {
+    public init(planned: PlannedSend, itemID: String, category: String, source: KafkaMessage, priority: Priority = .normal,
+                staleAt: Double? = nil) {
         self.planned = planned
         self.itemID = itemID
         self.category = category
         self.source = source
+        self.priority = priority
+        self.staleAt = staleAt
         var hasher = Hasher()
         hasher.combine(itemID)
         hasher.combine(planned.tagExpression)

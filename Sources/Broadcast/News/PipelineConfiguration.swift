@@ -20,6 +20,10 @@ public struct PipelineConfiguration: Sendable {
     /// Item ids remembered to avoid sending one item twice in a process.
     public var dedupeWindow = 100_000
     public var maxMessageBytes = NewsItemDecoder.defaultMaxMessageBytes
+    /// How long after its Kafka timestamp an item without `expiresAt` may still be sent; nil: no bound.
+    public var maxAge: Duration? = .seconds(1200)
+    /// The priority of items of these categories that name none (else `normal`).
+    public var categoryPriority: [String: Priority] = [:]
     /// While the hub is unavailable (no answer, credentials or certificate refused), how often one
     /// held send probes it.
     public var outageRetryInterval: Duration = .seconds(2)

@@ -1,4 +1,5 @@
 import Kafka
+import News
 import Logging
 import NotificationHubs
 
@@ -32,7 +33,8 @@ public enum PipelineService {
                                 configuration: PipelineConfiguration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
                                 logger: Logger) -> NewsPipeline {
         let preparer = NewsPreparer(categories: configuration.categories, maxMessageBytes: configuration.maxMessageBytes,
-                                    delivered: sender.delivered, metrics: metrics, logger: logger)
+                                    delivered: sender.delivered, metrics: metrics, logger: logger,
+                                    categoryPriority: configuration.categoryPriority, maxAge: configuration.maxAge)
         return Pipeline(source: source, preparer: preparer, sender: sender, deadLetters: deadLetters, quota: quota,
                         configuration: shell(configuration), metrics: metrics, observer: observer, logger: logger, clock: ContinuousClock())
     }

@@ -42,9 +42,12 @@ public final class NotificationHubClient: Sendable {
     // MARK: Sends
 
     /// A template send: `properties` fill the devices' `$(name)` placeholders; `tagExpression` is the audience.
-    public func sendTemplate(properties: [(String, String)], tagExpression: String) async throws(SendFailure) -> SendResult {
+    /// `deadline` (epoch seconds): no attempt starts at or after it, and no retry waits past it
+    /// (the send fails as `stale` instead).
+    public func sendTemplate(properties: [(String, String)], tagExpression: String, deadline: Double? = nil) async throws(SendFailure) -> SendResult {
         try validate(tagExpression)
-        return try await send(format: "template", body: Self.templateBody(properties), tagExpression: tagExpression, extraHeaders: [])
+        return try await send(format: "template", body: Self.templateBody(properties), tagExpression: tagExpression, extraHeaders: [],
+                              deadline: deadline)
     }
 
     /// The JSON object of a template send's properties, written directly (no general-purpose encoder).
@@ -72,7 +75,8 @@ public final class NotificationHubClient: Sendable {
         return try await accepted(perform(request))
     }
 
-    private func send(format: String, body: [UInt8], tagExpression: String?, extraHeaders: [HTTPHeader]) async throws(SendFailure) -> SendResult {
+    private func send(format: String, body: [UInt8], tagExpression: String?, extraHeaders: [HTTPHeader],
+                      deadline: Double? = nil) async throws(SendFailure) -> SendResult {
         var headers: [HTTPHeader] = []
         // Room for perform's two, so that a send's headers are one allocation.
         headers.reserveCapacity(5 + extraHeaders.count)
@@ -81,7 +85,7 @@ public final class NotificationHubClient: Sendable {
         if let tagExpression { headers.append(HTTPHeader("ServiceBusNotification-Tags", tagExpression)) }
         headers += extraHeaders
         let request = HTTPRequest(method: .post, url: messagesURL, headers: headers, body: body, timeout: configuration.requestTimeout)
-        return try await accepted(perform(request))
+        return try await accepted(perform(request, deadline: deadline))
     }
 
     private func accepted(_ outcome: (HTTPResponse, attempts: Int, throttled: Int)) -> SendResult {
@@ -111,8 +115,9 @@ public final class NotificationHubClient: Sendable {
 
     // MARK: The request path: token, attempt, classify, back off
 
-    /// Sends `request` with authorization until it succeeds or the policy gives up.
-    func perform(_ request: consuming HTTPRequest) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
+    /// Sends `request` with authorization until it succeeds, the policy gives up or `deadline`
+    /// (epoch seconds) would pass before the next attempt.
+    func perform(_ request: consuming HTTPRequest, deadline: Double? = nil) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
         // Owned, so the two headers below are appended in place, not to a copy, on every attempt.
         var request = request
         let callerHeaders = request.headers.count
@@ -122,15 +127,21 @@ public final class NotificationHubClient: Sendable {
         var attempts = 0
         var throttled = 0
         let firstAttemptAt = clock()
+        var status: Int?
+        var message = ""
         while true {
+            if let deadline, (attempts == 0 ? firstAttemptAt : clock()) >= deadline {
+                throw failure(.stale, status, attempts == 0 ? "its deadline passed before the first attempt"
+                              : "its deadline passed before attempt \(attempts + 1); the last one: \(message)",
+                              attempts, throttled, firstAttemptAt)
+            }
             attempts += 1
             request.headers.removeSubrange(callerHeaders...)
             request.headers.append(HTTPHeader("Authorization", token.header))
             request.headers.append(HTTPHeader("x-ms-version", configuration.apiVersion))
             let outcome: SendOutcome
-            var status: Int?
+            status = nil
             var retryAfter: Duration?
-            var message: String
             do {
                 let response = try await transport.send(request)
                 status = response.status
@@ -175,6 +186,10 @@ public final class NotificationHubClient: Sendable {
                     throw failure(reason, status, message, attempts, throttled, firstAttemptAt)
                 }
                 let delay = configuration.retry.delay(after: attempts, retryAfter: retryAfter, unit: random())
+                if let deadline, clock() + Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18 >= deadline {
+                    throw failure(.stale, status, "its deadline would pass before the next attempt; the last one: \(message)",
+                                  attempts, throttled, firstAttemptAt)
+                }
                 logger.debug("Retrying send", metadata: ["reason": "\(reason)", "status": "\(status.map(String.init) ?? "-")",
                                                          "attempt": "\(attempts)", "delayMs": "\(delay.milliseconds)"])
                 do {

@@ -58,6 +58,8 @@ public struct FailureReason: Sendable, Hashable, CustomStringConvertible {
     public static let rejected = FailureReason("rejected")
     public static let tls = FailureReason("tls")
     public static let invalid = FailureReason("invalid")
+    /// Its deadline passed before it could go (or its next retry would start after it).
+    public static let stale = FailureReason("stale")
     /// Not a verdict on the send: it was cancelled (shutdown) before it could finish.
     public static let cancelled = FailureReason("cancelled")
     public static let shutDown = FailureReason("shut-down")
@@ -72,7 +74,8 @@ public enum FailureOwner: Sendable, Equatable {
     /// The hub or the way to it (credentials refused, a 403 that is not a quota, TLS, DNS, no
     /// answer): not the item's fault; hold the send until the hub is back.
     case hub
-    /// The item (400, 404, 410, 413, an invalid expression, 5xx after every retry): dead-letter it.
+    /// The item (400, 404, 410, 413, an invalid expression, 5xx after every retry, its deadline
+    /// passed): dead-letter it.
     case item
 }
 

@@ -46,6 +46,9 @@ struct ProduceCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Expiry of the item built from flags, RFC 3339.", valueName: "time"))
     var expiresAt: String?
 
+    @Option(name: .long, help: ArgumentHelp("Priority of the item built from flags: breaking goes before anything waiting, bulk gets what is left (default: the category's in run, else normal).", valueName: "breaking|normal|bulk"))
+    var priority: String?
+
     @Option(name: .long, help: ArgumentHelp("Largest item accepted, in bytes (env HUBCAST_MAX_MESSAGE_BYTES; default 65536).", valueName: "bytes"))
     var maxMessageBytes: Int?
 
@@ -93,6 +96,8 @@ struct ProduceCommand: AsyncParsableCommand {
     /// Lines to publish: one built from the flags, or the file / stdin.
     private func makeReader() throws -> LineReader {
         guard let headline else {
+            // Lines are published as written: a priority goes in the line's own "priority" field.
+            if priority != nil { throw CLIError.usage("--priority is for the item built from flags (--headline); a line in the file carries its own \"priority\"") }
             do {
                 return try LineReader(path: file)
             } catch {
@@ -106,8 +111,13 @@ struct ProduceCommand: AsyncParsableCommand {
             guard let parsed = Timestamp(rfc3339: expiresAt) else { throw CLIError.usage("--expires-at: \(LegibleText.quoted(expiresAt)) is not RFC 3339") }
             expiry = parsed
         }
+        var urgency: Priority?
+        if let priority {
+            guard let parsed = Priority(name: priority) else { throw CLIError.usage("--priority: \(LegibleText.quoted(priority)) is not breaking, normal or bulk") }
+            urgency = parsed
+        }
         let item = NewsItem(id: id ?? UUID().uuidString.lowercased(), headline: headline, category: category, body: body,
-                            url: url, tagExpression: tagExpression, expiresAt: expiry)
+                            url: url, tagExpression: tagExpression, expiresAt: expiry, priority: urgency)
         return LineReader(lines: [item.json])
     }
 }

@@ -50,6 +50,12 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Exit once no message arrived for this many seconds and nothing is in flight (env HUBCAST_EXIT_WHEN_IDLE; default: run until signalled).", valueName: "seconds"))
     var exitWhenIdle: Int?
 
+    @Option(name: .long, help: ArgumentHelp("Seconds after its Kafka timestamp an item without expiresAt may still be sent; older ones, and sends still waiting or retrying then, are dead-lettered as stale; 0: no bound (env HUBCAST_MAX_AGE; default 1200).", valueName: "seconds"))
+    var maxAge: Int?
+
+    @Option(name: .customLong("category-priority"), help: ArgumentHelp("The priority of a category's items that name none, Category=breaking|normal|bulk; repeatable (env HUBCAST_CATEGORY_PRIORITY, comma-separated; default normal).", valueName: "Category=priority"))
+    var categoryPriority: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Kafka topic through which the instances sending to one hub namespace share its quota: four times a second each tells the others what it sends and wants, and sends its share; \"none\": pace alone (env HUBCAST_QUOTA_TOPIC; default hubcast.quota).", valueName: "topic"))
     var quotaTopic: String?
 
@@ -68,7 +74,27 @@ struct PipelineOptions: ParsableArguments {
         if let idle = try settings.int(exitWhenIdle, "exit-when-idle", default: 0, range: 0...86_400) as Int?, idle > 0 {
             config.stopWhenIdle = .seconds(idle)
         }
+        let age = try settings.int(maxAge, "max-age", default: 1200, range: 0...31_536_000)
+        config.maxAge = age == 0 ? nil : .seconds(age)
+        config.categoryPriority = try categoryPriorities(settings, categories: categories)
         return config
+    }
+
+    private func categoryPriorities(_ settings: Settings, categories: Categories) throws(CLIError) -> [String: Priority] {
+        let entries = categoryPriority.isEmpty
+            ? (settings.string(nil, "category-priority")?.split(separator: ",").map(String.init) ?? []) : categoryPriority
+        var priorities: [String: Priority] = [:]
+        for entry in entries {
+            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, let priority = Priority(name: parts[1]) else {
+                throw .usage("--category-priority: expected Category=breaking|normal|bulk, got \(LegibleText.quoted(entry))")
+            }
+            guard categories.topic(for: parts[0]) != nil else {
+                throw .usage("--category-priority: \(LegibleText.quoted(parts[0])) is not one of \(categories.names.joined(separator: ", "))")
+            }
+            priorities[parts[0]] = priority
+        }
+        return priorities
     }
 
     func groupID(_ settings: Settings) -> String { settings.string(group, "group", default: "hubcast") }

@@ -13,6 +13,7 @@ final class ScriptedSource: RecordSource, Sendable {
         var finished = false
         var commits: [[TopicPartitionOffset]] = []
         var refuseCommits = false
+        var paused: Set<TopicPartition> = []
     }
 
     private let state = Mutex(State())
@@ -61,6 +62,11 @@ final class ScriptedSource: RecordSource, Sendable {
     }
 
     var lag: Int64 { 0 }
+
+    func pause(_ partitions: [TopicPartition]) { state.withLock { $0.paused.formUnion(partitions) } }
+    func resume(_ partitions: [TopicPartition]) { state.withLock { $0.paused.subtract(partitions) } }
+    /// What the pipeline has paused now.
+    var paused: Set<TopicPartition> { state.withLock { $0.paused } }
 
     var commits: [[TopicPartitionOffset]] { state.withLock { $0.commits } }
 

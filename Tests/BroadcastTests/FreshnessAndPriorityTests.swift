@@ -1,0 +1,101 @@
+@testable import Broadcast
+import Kafka
+import Logging
+import News
+import NotificationHubs
+import Synchronization
+import Testing
+
+/// What the news preparer and the hub sender make of an item's priority and age.
+@Suite struct FreshnessAndPriorityTests {
+    static let logger = Logger(label: "hubcast.tests")
+    static let now = 1_800_000_000.0
+
+    func preparer(categoryPriority: [String: Priority] = [:], maxAge: Duration? = .seconds(1200)) throws -> NewsPreparer {
+        NewsPreparer(categories: try Categories(), maxMessageBytes: 65_536, delivered: DeliveredSends(capacity: 100),
+                     metrics: PipelineMetrics(categories: Categories.seedNames), logger: Self.logger,
+                     categoryPriority: categoryPriority, maxAge: maxAge, clock: { Self.now })
+    }
+
+    func message(_ json: String, topic: String = "news.world", producedSecondsAgo age: Double = 1) -> KafkaMessage {
+        KafkaMessage(topic: topic, partition: 0, offset: 7, value: Array(json.utf8), timestampMs: Int64((Self.now - age) * 1000))
+    }
+
+    @Test func anItemsPriorityWinsOverItsCategorysWhichWinsOverNormal() throws {
+        var p = try preparer(categoryPriority: ["Sports": .bulk])
+        let cases: [(String, String, Priority)] = [
+            (#"{"id":"a","headline":"h","priority":"breaking"}"#, "news.sports", .breaking),
+            (#"{"id":"b","headline":"h"}"#, "news.sports", .bulk),
+            (#"{"id":"c","headline":"h"}"#, "news.world", .normal),
+            (#"{"id":"d","headline":"h","priority":"bulk"}"#, "news.world", .bulk),
+        ]
+        for (json, topic, expected) in cases {
+            guard case .sends(let sends, let priority, _) = p.prepare(message(json, topic: topic)) else {
+                Issue.record("\(json) was not planned")
+                continue
+            }
+            #expect(priority == expected, "\(json) on \(topic)")
+            #expect(sends.allSatisfy { $0.priority == expected })
+        }
+    }
+
+    @Test func anItemOlderThanTheMaximumAgeIsDeadLetteredAsStaleAndAYoungerOneCarriesItsDeadline() throws {
+        var p = try preparer(maxAge: .seconds(600))
+        guard case .deadLetter(let record) = p.prepare(message(#"{"id":"old","headline":"h"}"#, producedSecondsAgo: 601)) else {
+            Issue.record("an item 601 s old was not dead-lettered")
+            return
+        }
+        #expect(record.reason == "stale")
+        #expect(record.error.contains("601 s ago"), "\(record.error)")
+        guard case .sends(let sends, _, let freshFor) = p.prepare(message(#"{"id":"young","headline":"h"}"#, producedSecondsAgo: 100)) else {
+            Issue.record("an item 100 s old was not planned")
+            return
+        }
+        #expect(freshFor == .seconds(500))
+        #expect(sends.first?.staleAt == Self.now + 500)
+    }
+
+    @Test func expiresAtBoundsAnItemInsteadOfTheMaximumAgeAndNoBoundMeansNone() throws {
+        var p = try preparer(maxAge: .seconds(60))
+        // Two hours old but expiring in an hour: its own expiry decides.
+        guard case .sends(_, _, let freshFor) = p.prepare(message(#"{"id":"e","headline":"h","expiresAt":"2027-01-15T09:00:00Z"}"#,
+                                                                producedSecondsAgo: 7200)) else {
+            Issue.record("an item with a later expiresAt was not planned")
+            return
+        }
+        #expect(freshFor == .seconds(Timestamp(rfc3339: "2027-01-15T09:00:00Z")!.epochSeconds - Self.now))
+        var unbounded = try preparer(maxAge: nil)
+        guard case .sends(let sends, _, let none) = unbounded.prepare(message(#"{"id":"u","headline":"h"}"#, producedSecondsAgo: 86_400)) else {
+            Issue.record("with no maximum age an old item was not planned")
+            return
+        }
+        #expect(none == nil && sends.first?.staleAt == nil)
+    }
+
+    @Test func aSendPastItsDeadlineIsDeadLetteredWithoutARequest() async throws {
+        let requests = Mutex(0)
+        let transport = InMemoryTransport { _ in
+            requests.withLock { $0 += 1 }
+            return HTTPResponse(status: 201, headers: [], body: [], elapsed: .zero)
+        }
+        let connection = try ConnectionString(parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk=")
+        let sender = HubSender(configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"), transport: transport,
+                               delivered: DeliveredSends(capacity: 10), metrics: PipelineMetrics(categories: ["World"]), logger: Self.logger,
+                               clock: { Self.now })
+        let planned = PlannedSend(tagExpression: "World", properties: [("messageParam", "m")])
+        let source = message(#"{"id":"s","headline":"h"}"#)
+        let stale = NewsSend(planned: planned, itemID: "s", category: "World", source: source, priority: .breaking, staleAt: Self.now - 1)
+        guard case .failed(let record) = await sender.deliver(stale) else {
+            Issue.record("a stale send was not dead-lettered")
+            return
+        }
+        #expect(record.reason == "stale")
+        #expect(requests.withLock { $0 } == 0)
+        let fresh = NewsSend(planned: planned, itemID: "f", category: "World", source: source, staleAt: Self.now + 60)
+        guard case .delivered = await sender.deliver(fresh) else {
+            Issue.record("a fresh send was not delivered")
+            return
+        }
+        #expect(requests.withLock { $0 } == 1)
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Kafka
+import News
+import Testing
+import TestSupport
+
+/// Breaking news first and nothing sent too late, with the real binary, dev broker and emulator.
+@Suite(.serialized) struct PriorityRunTests {
+    @Test func aBreakingItemOvertakesABulkBacklogAtAKnownQuota() async throws {
+        let h = try PipelineHarness(devices: 600)
+        // 600 bulk Sports items: twelve seconds of sends at 50 a second.
+        let backlog = (0..<600).map { n in
+            (topic: "news.sports", value: #"{"id":"bulk-\#(n)","headline":"Result \#(n)","priority":"bulk"}"#)
+        }
+        try await h.produce(0..<0, extra: backlog)
+        let run = try h.startRun(["--max-rate", "50"])
+        try await h.waitForDeliveries(20)
+        let bulkBefore = try await h.deliveries().count
+        try await h.produce(0..<0, extra: [("news.world", #"{"id":"quake","headline":"Quake","priority":"breaking"}"#)])
+        _ = try await poll(every: .milliseconds(20), timeout: .seconds(120)) {
+            try await h.deliveries().contains { $0.headline == "Quake" } ? true : nil
+        }
+        let finished = await run.finish()
+        #expect(finished.status == 0, "\(finished.stderr.suffix(2000))")
+        let deliveries = try await h.deliveries()
+        let quake = try #require(deliveries.first { $0.headline == "Quake" })
+        let bulkAhead = deliveries.filter { $0.headline.hasPrefix("Result") && $0.at < quake.at }.count
+        // In arrival order it would have waited for the whole backlog (about 580 sends); first in
+        // line it waits for the few sends already started and the next token.
+        #expect(bulkAhead - bulkBefore < 300, "\(bulkAhead - bulkBefore) bulk sends went between its production and its delivery")
+        #expect(deliveries.count == 601, "the backlog is still delivered, every item once")
+        #expect(try await h.committedTotal() == 601)
+        // Its latency is reported per priority.
+        let final = try #require(try PipelineHarness.metricsLines(finished.stdout).last)
+        let byPriority = try #require(final["endToEndByPriorityMs"] as? [String: Any])
+        #expect(Set(byPriority.keys) == ["breaking", "bulk"])
+        try await PipelineHarness.validateMetrics(finished.stdout)
+    }
+
+    @Test func anItemOlderThanTheMaximumAgeIsDeadLetteredAsStaleAndNeverSent() async throws {
+        let h = try PipelineHarness(devices: 600)
+        let hourAgo = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
+        try await h.produce(0..<0, extra: [("news.world", #"{"id":"old","headline":"Old news"}"#)], timestampMs: hourAgo)
+        try await h.produce(0..<6)
+        let run = try await h.run(["--max-age", "1800"])
+        #expect(run.status == 0, "\(run.stderr.suffix(2000))")
+        let deliveries = try await h.deliveries()
+        #expect(deliveries.count == 6)
+        #expect(!deliveries.contains { $0.headline == "Old news" })
+        let dead = try h.deadLetters()
+        #expect(dead.count == 1)
+        #expect(dead.first?["reason"] as? String == "stale")
+        #expect(dead.first?["itemId"] as? String == "old")
+        let final = try #require(try PipelineHarness.metricsLines(run.stdout).last)
+        #expect(final["stale"] as? Int == 1)
+        #expect(try await h.committedTotal() == 7)
+        // Without a bound, an hour-old item still goes.
+        let again = try PipelineHarness(devices: 600)
+        try await again.produce(0..<0, extra: [("news.world", #"{"id":"old","headline":"Old news"}"#)], timestampMs: hourAgo)
+        let unbounded = try await again.run(["--max-age", "0"])
+        #expect(unbounded.status == 0)
+        #expect(try await again.deliveries().map(\.headline) == ["Old news"])
+    }
+
+    @Test func badPrioritySettingsAreRefusedWithExitTwo() async throws {
+        for (flags, message) in [(["--category-priority", "Sports=urgent"], "Category=breaking|normal|bulk"),
+                                 (["--category-priority", "Weather=bulk"], "is not one of"),
+                                 (["--max-age", "-5"], "max-age")] {
+            let run = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:9", "--hub", "h"] + flags,
+                                                  environment: ["HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName=a;SharedAccessKey=b"])
+            #expect(run.status == 2, "\(flags): \(run.stderr)")
+            #expect(run.stderr.contains(message), "\(flags): \(run.stderr)")
+        }
+        let produce = try await HubcastBinary.run(["produce", "--brokers", "127.0.0.1:9", "--file", "/dev/null", "--priority", "breaking"])
+        #expect(produce.status == 2)
+        #expect(produce.stderr.contains("--priority is for the item built from flags"), "\(produce.stderr)")
+    }
+}
