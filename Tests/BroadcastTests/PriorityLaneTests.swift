@@ -39,14 +39,26 @@ import Testing
         #expect(order == ["normal0", "breaking", "normal1", "normal2", "normal3", "normal4", "bulk0", "bulk1"])
     }
 
-    @Test func withinAPriorityThePartitionsTakeTurns() {
+    @Test func withinAPriorityTheCategoriesTakeTurnsAndThenTheirPartitions() {
         var e = engine()
         var done = Performed(e.assigned(sports + [world], now: .zero))
-        // A backlog of one partition arrives first; the others' few sends still go in turn with it.
+        // A backlog of one Sports partition arrives first; World's sends alternate with Sports',
+        // and Sports' turns alternate between its partitions.
         done.add(e.received((0..<20).map { record(sports[0], $0, sends: ["a\($0)"]) }, now: .zero))
         done.add(e.received([record(world, 0, sends: ["w0"]), record(world, 1, sends: ["w1"]), record(sports[2], 0, sends: ["c0"])], now: .zero))
         let order = drain(&e, &done, count: 7)
-        #expect(order == ["a0", "a1", "w0", "c0", "a2", "w1", "a3"])
+        #expect(order == ["a0", "a1", "w0", "c0", "w1", "a2", "a3"])
+    }
+
+    @Test func aCategoryWithManyBusyPartitionsGetsOneTurnInTwoAgainstAnother() {
+        var e = engine()
+        var done = Performed(e.assigned(sports + [world], now: .zero))
+        for p in sports { done.add(e.received((0..<10).map { record(p, $0, sends: ["s\(p.partition)-\($0)"]) }, now: .zero)) }
+        done.add(e.received((0..<5).map { record(world, $0, sends: ["w\($0)"]) }, now: .zero))
+        let order = drain(&e, &done, count: 11).dropFirst()
+        #expect(order.filter { $0.hasPrefix("w") } == ["w0", "w1", "w2", "w3", "w4"])
+        #expect(zip(order, order.dropFirst()).allSatisfy { !($0.hasPrefix("w") && $1.hasPrefix("w")) })
+        #expect(order.count { $0.hasPrefix("s") } == 5, "\(order)")
     }
 
     @Test func bulkGetsOneStartInTwentyUnderAFloodOfBreakingNews() {
@@ -174,6 +186,7 @@ import Testing
     @Test func popsFollowPriorityReserveTurnsAndAge() async {
         await propertyCheck(count: 300, input: Gen.int(in: 0...999).array(of: 1...300)) { ops in
             var lanes = SendLanes<Job>(reserveEvery: 4)
+            for slot in 0..<4 { lanes.register(slot: slot, group: slot % 2) }
             var waiting: [Job] = []
             var nextAge = 0
             /// Starts in a row that passed over each priority while it had jobs waiting.
@@ -223,8 +236,10 @@ import Testing
         }
     }
 
-    @Test func partitionsOfOnePriorityTakeTurns() {
+    @Test func groupsTakeTurnsAndThenTheirSlots() {
         var lanes = SendLanes<Job>()
+        // Slots 0 and 1 are one topic, 2 another.
+        for (slot, group) in [(0, 0), (1, 0), (2, 1)] { lanes.register(slot: slot, group: group) }
         var age = 0
         for slot in [0, 0, 0, 1, 2, 2] {
             age += 1
@@ -232,6 +247,6 @@ import Testing
         }
         var slots: [Int] = []
         while let p = lanes.nextPriority(), let job = lanes.popFirst(p) { slots.append(job.slot) }
-        #expect(slots == [0, 1, 2, 0, 2, 0])
+        #expect(slots == [0, 2, 1, 2, 0, 0])
     }
 }

@@ -54,6 +54,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// Each partition ever seen, as a small integer for the lanes.
     private var slots: [TopicPartition: Int] = [:]
     private var slotPartitions: [TopicPartition] = []
+    /// Each topic ever seen, as a small integer for the lanes.
+    private var groups: [String: Int] = [:]
     /// Slots the engine asked the source to pause: their lanes hold more than enough.
     private var pausedSlots: Set<Int> = []
     /// When the first send started: until a second later, the unpaced rate is not known.
@@ -455,11 +457,16 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
     // MARK: Fetch-stage fairness
 
+    /// The partition's slot in the lanes, its topic's group (categories take turns, then their partitions).
     private mutating func slot(of partition: TopicPartition) -> Int {
         if let slot = slots[partition] { return slot }
-        slots[partition] = slotPartitions.count
+        let slot = slotPartitions.count
+        slots[partition] = slot
         slotPartitions.append(partition)
-        return slotPartitions.count - 1
+        let group = groups[partition.topic] ?? groups.count
+        groups[partition.topic] = group
+        lanes.register(slot: slot, group: group)
+        return slot
     }
 
     private var waitingInPaused: Int { pausedSlots.reduce(0) { $0 + lanes.waiting[$1] } }
