@@ -38,11 +38,18 @@ public struct DemoSummary: Sendable {
                          + pad("\(reached)", 17, right: true) + pad(ms(e2e?.value(atQuantile: 0.5)), 10, right: true)
                          + pad(ms(e2e?.value(atQuantile: 0.99)), 10, right: true))
         }
+        let byPriority = Priority.mostUrgentFirst.compactMap { priority -> String? in
+            guard let e2e = metrics.intervalTimers.first(where: {
+                $0.key.label == "hubcast_priority_end_to_end_latency" && $0.key.dimension("priority") == priority.name
+            })?.value, e2e.count > 0 else { return nil }
+            return "\(priority.name) \(ms(e2e.value(atQuantile: 0.5))) / \(ms(e2e.value(atQuantile: 0.99)))"
+        }
         let personal = deliveries.filter { $0.tagExpression?.hasPrefix("username:") == true }
         if !personal.isEmpty {
             lines.append(pad("(users)", 12) + pad("\(validItems["(users)"] ?? 0)", 7, right: true) + pad("\(personal.count)", 7, right: true)
                          + pad("\(personal.reduce(0) { $0 + $1.matched })", 17, right: true))
         }
+        if !byPriority.isEmpty { lines.append("e2e p50 / p99 by priority: " + byPriority.joined(separator: ", ")) }
         lines.append("")
         if backend.succeeded {
             lines.append("backend: \(DemoBackendStep.reader) registered a device over HTTP (Basic, bcrypt), got a personal "

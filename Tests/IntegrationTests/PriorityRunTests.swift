@@ -13,7 +13,8 @@ import TestSupport
             (topic: "news.sports", value: #"{"id":"bulk-\#(n)","headline":"Result \#(n)","priority":"bulk"}"#)
         }
         try await h.produce(0..<0, extra: backlog)
-        let run = try h.startRun(["--max-rate", "50"])
+        // A target for bulk of a millisecond: every bulk send misses it, waiting its turn.
+        let run = try h.startRun(["--max-rate", "50", "--slo", "bulk=0.001"])
         try await h.waitForDeliveries(20)
         let bulkBefore = try await h.deliveries().count
         try await h.produce(0..<0, extra: [("news.world", #"{"id":"quake","headline":"Quake","priority":"breaking"}"#)])
@@ -34,6 +35,9 @@ import TestSupport
         let final = try #require(try PipelineHarness.metricsLines(finished.stdout).last)
         let byPriority = try #require(final["endToEndByPriorityMs"] as? [String: Any])
         #expect(Set(byPriority.keys) == ["breaking", "bulk"])
+        let missed = try #require(final["sloMissed"] as? [String: Int])
+        #expect(missed["bulk"] ?? 0 > 500, "\(missed)")
+        #expect(missed["breaking"] == 0 && missed["normal"] == 0, "no target, nothing missed")
         try await PipelineHarness.validateMetrics(finished.stdout)
     }
 
@@ -65,7 +69,9 @@ import TestSupport
     @Test func badPrioritySettingsAreRefusedWithExitTwo() async throws {
         for (flags, message) in [(["--category-priority", "Sports=urgent"], "Category=breaking|normal|bulk"),
                                  (["--category-priority", "Weather=bulk"], "is not one of"),
-                                 (["--max-age", "-5"], "max-age")] {
+                                 (["--max-age", "-5"], "max-age"),
+                                 (["--slo", "breaking=soon"], "--slo: expected breaking|normal|bulk=seconds"),
+                                 (["--slo", "urgent=2"], "--slo: expected")] {
             let run = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:9", "--hub", "h"] + flags,
                                                   environment: ["HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName=a;SharedAccessKey=b"])
             #expect(run.status == 2, "\(flags): \(run.stderr)")

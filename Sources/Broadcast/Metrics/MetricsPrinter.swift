@@ -81,6 +81,13 @@ public struct MetricsPrinter: Service {
             writeLatency(histogram, into: &w)
         }
         w.endObject()
+        w.key("sloMissed")
+        w.beginObject()
+        for priority in Priority.mostUrgentFirst {
+            w.key(priority.name)
+            w.number(s.counters.filter { $0.key.label == "hubcast_slo_missed" && $0.key.dimension("priority") == priority.name }.values.reduce(0, +))
+        }
+        w.endObject()
         w.key("lag")
         w.number(Int64(s.meter("hubcast_lag")))
         w.key("paceRate")

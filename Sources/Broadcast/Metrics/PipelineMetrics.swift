@@ -37,6 +37,8 @@ public struct PipelineMetrics: Sendable {
     private let endToEnd: [String: Timer]
     /// By priority, indexed by its raw value.
     private let endToEndByPriority: [Timer]
+    /// Sends accepted later than their priority's target (`--slo`), by priority, indexed by its raw value.
+    private let sloMissed: [Counter]
 
     /// End-to-end latency gets one timer per category (Kafka timestamp → hub accepted).
     public init(categories: [String]) {
@@ -46,10 +48,13 @@ public struct PipelineMetrics: Sendable {
             ($0, Timer(label: "hubcast_end_to_end_latency", dimensions: [("category", $0)]))
         })
         endToEndByPriority = Priority.allCases.map { Timer(label: "hubcast_priority_end_to_end_latency", dimensions: [("priority", $0.name)]) }
+        sloMissed = Priority.allCases.map { Counter(label: "hubcast_slo_missed", dimensions: [("priority", $0.name)]) }
     }
 
-    func recordEndToEnd(category: String, priority: Priority, milliseconds: Int64) {
+    /// `target`: the priority's time-to-hub target in milliseconds, if it has one.
+    func recordEndToEnd(category: String, priority: Priority, milliseconds: Int64, target: Int64?) {
         endToEnd[category]?.recordMilliseconds(milliseconds)
         endToEndByPriority[priority.rawValue].recordMilliseconds(milliseconds)
+        if let target, milliseconds > target { sloMissed[priority.rawValue].increment() }
     }
 }

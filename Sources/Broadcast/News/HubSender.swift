@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import News
 import NotificationHubs
 import Synchronization
 
@@ -11,13 +12,19 @@ public final class HubSender: Sender {
     let metrics: PipelineMetrics
     let logger: Logger
     let clock: @Sendable () -> Double
+    /// Time-to-hub targets in milliseconds, indexed by priority's raw value.
+    let targets: [Int64?]
     private let attemptListener = AttemptListener()
 
     /// Creates the client too: throttled sends come back at once (the engine holds each for its
     /// own `Retry-After`, and its pacer decides about the rest), and unanswered attempts reach the
     /// engine while the send still retries.
     public init(configuration: NotificationHubConfiguration, transport: any HTTPTransport, delivered: DeliveredSends,
-                metrics: PipelineMetrics, logger: Logger, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+                metrics: PipelineMetrics, logger: Logger, targets: [Priority: Duration] = [:],
+                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        self.targets = Priority.allCases.map { priority in
+            targets[priority].map { $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000 }
+        }
         let listener = attemptListener
         var configuration = configuration
         configuration.retry.retriesThrottling = false
@@ -54,7 +61,8 @@ public final class HubSender: Sender {
                                                        deadline: send.staleAt)
             delivered.finished(send.deliveryKey, accepted: true)
             if let produced = send.source.timestampMs {
-                metrics.recordEndToEnd(category: send.category, priority: send.priority, milliseconds: max(0, Int64(clock() * 1000) - produced))
+                metrics.recordEndToEnd(category: send.category, priority: send.priority, milliseconds: max(0, Int64(clock() * 1000) - produced),
+                                       target: targets[send.priority.rawValue])
             }
             metrics.sendLatency.recordNanoseconds(result.latency.components.seconds * 1_000_000_000 + result.latency.components.attoseconds / 1_000_000_000)
             metrics.retried.increment(by: result.attempts - 1)

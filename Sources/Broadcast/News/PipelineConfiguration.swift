@@ -24,6 +24,8 @@ public struct PipelineConfiguration: Sendable {
     public var maxAge: Duration? = .seconds(1200)
     /// The priority of items of these categories that name none (else `normal`).
     public var categoryPriority: [String: Priority] = [:]
+    /// Time-to-hub targets (Kafka timestamp to accepted) per priority; a later send is counted.
+    public var targets: [Priority: Duration] = [:]
     /// While the hub is unavailable (no answer, credentials or certificate refused), how often one
     /// held send probes it.
     public var outageRetryInterval: Duration = .seconds(2)

@@ -26,7 +26,8 @@ public enum PipelineService {
         // All a send reads of the hub's answer (NotificationHubClient.accepted and its retries).
         transport.keptResponseHeaders = ["location", "trackingid", "retry-after"]
         return HubSender(configuration: hub, transport: CurlTransport(configuration: transport, logger: logger),
-                         delivered: DeliveredSends(capacity: configuration.dedupeWindow), metrics: metrics, logger: logger)
+                         delivered: DeliveredSends(capacity: configuration.dedupeWindow), metrics: metrics, logger: logger,
+                         targets: configuration.targets)
     }
 
     public static func pipeline(source: any RecordSource, sender: HubSender, deadLetters: any DeadLetterSink, quota: QuotaSharing? = nil,

@@ -56,6 +56,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("category-priority"), help: ArgumentHelp("The priority of a category's items that name none, Category=breaking|normal|bulk; repeatable (env HUBCAST_CATEGORY_PRIORITY, comma-separated; default normal).", valueName: "Category=priority"))
     var categoryPriority: [String] = []
 
+    @Option(name: .customLong("slo"), help: ArgumentHelp("A time-to-hub target for a priority, priority=seconds (Kafka timestamp to the hub's acceptance); sends later than it are counted in sloMissed; repeatable (env HUBCAST_SLO, comma-separated; default none).", valueName: "priority=seconds"))
+    var slo: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Kafka topic through which the instances sending to one hub namespace share its quota: four times a second each tells the others what it sends and wants, and sends its share; \"none\": pace alone (env HUBCAST_QUOTA_TOPIC; default hubcast.quota).", valueName: "topic"))
     var quotaTopic: String?
 
@@ -77,7 +80,22 @@ struct PipelineOptions: ParsableArguments {
         let age = try settings.int(maxAge, "max-age", default: 1200, range: 0...31_536_000)
         config.maxAge = age == 0 ? nil : .seconds(age)
         config.categoryPriority = try categoryPriorities(settings, categories: categories)
+        config.targets = try targets(settings)
         return config
+    }
+
+    private func targets(_ settings: Settings) throws(CLIError) -> [Priority: Duration] {
+        let entries = slo.isEmpty ? (settings.string(nil, "slo")?.split(separator: ",").map(String.init) ?? []) : slo
+        var targets: [Priority: Duration] = [:]
+        for entry in entries {
+            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, let priority = Priority(name: parts[0]), let seconds = Double(parts[1]),
+                  seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+                throw .usage("--slo: expected breaking|normal|bulk=seconds (more than 0, at most 86400), got \(LegibleText.quoted(entry))")
+            }
+            targets[priority] = .milliseconds(Int64((seconds * 1000).rounded()))
+        }
+        return targets
     }
 
     private func categoryPriorities(_ settings: Settings, categories: Categories) throws(CLIError) -> [String: Priority] {
