@@ -1,7 +1,7 @@
 import News
 
-/// The demo's breaking news: a few items per category (World's first `breaking`, Sports' `bulk`),
-/// one for named users, one invalid, one expired.
+/// The demo's breaking news: a few items per category (World's second is `breaking`, as the first
+/// pays for the consumer's start-up; Sports' are `bulk`), one for named users, one invalid, one expired.
 enum DemoNews {
     static let headlines: [String: [String]] = [
         "World": ["Earthquake of magnitude 6.1 strikes off the coast", "Ceasefire agreed after overnight talks", "Record heat across three continents"],
@@ -21,7 +21,7 @@ enum DemoNews {
             guard let topic = categories.topic(for: category) else { continue }
             for (k, headline) in (headlines[category] ?? ["\(category) update"]).enumerated() {
                 n += 1
-                let priority: Priority? = category == "World" && k == 0 ? .breaking : category == "Sports" ? .bulk : nil
+                let priority: Priority? = category == "World" && k == 1 ? .breaking : category == "Sports" ? .bulk : nil
                 let item = NewsItem(id: "demo-\(n)", headline: headline, category: category, url: "https://news.example/\(n)", priority: priority)
                 messages.append((topic, item.json))
                 valid[category, default: 0] += 1
