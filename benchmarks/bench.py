@@ -22,6 +22,13 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
    metrics lines (endToEndMs), steady state only (after the first 5 s), checked against the exact
    figure from the emulator's delivery log (accepted at − Kafka timestamp).
 7. Memory: hubcast's peak RSS at each of --memory-items.
+9. Priority and fairness, side by side with --baseline (a build from before, if given): a backlog of
+   --priority-backlog bulk Sports items, `hubcast run` started on it, then one breaking World item a
+   second for --priority-seconds, into nginx `return 201` and into the 200/s quota with --max-rate 200:
+   each breaking item's end-to-end latency (its write to kcat → nginx's log of its send) and the
+   backlog's drain rate. Then fairness: --fair-flood Sports items of normal priority (a tenth of them
+   against the 200/s quota) and the five other categories trickling 10 items/s each: their latency
+   while the flood drains.
 8. Scale-out (--group-quota, --group-items): several `hubcast run` in one consumer group against one
    nginx quota, items produced without keys (kcat: partitions unevenly loaded), no tuning flags:
    1, 2 and 3 instances started together; 3 with one stopped by SIGTERM halfway (seconds until the
@@ -41,7 +48,7 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
 HUB = "bench"
-SECTIONS = ["ceiling", "unthrottled", "tls", "quota", "sporadic", "latency", "memory", "group"]
+SECTIONS = ["ceiling", "unthrottled", "tls", "quota", "sporadic", "latency", "memory", "group", "priority"]
 PROGRAMS = ["hubcast", "go", "python"]
 WARM_UP_SECONDS = 5
 ID_IN_PAYLOAD = re.compile(r"Latency item (lat-\d+)")
@@ -53,6 +60,7 @@ GOAL_VS_GO_RATE, GOAL_VS_GO_CPU, GOAL_VS_WRK = 1.5, 0.5, 0.6
 GOAL_E2E_P50_MS, GOAL_E2E_P99_MS, GOAL_RSS_MIB = 5.0, 15.0, 64.0
 GOAL_GROUP_GOODPUT, GOAL_GROUP_SETTLED, GOAL_GROUP_THROTTLED_PCT = 0.85, 0.9, 2.0
 GOAL_GROUP_LEAVE_SECONDS, GOAL_GROUP_JOIN_THROTTLED_PCT = 5.0, 2.0
+GOAL_BREAKING_P99_MS, GOAL_BREAKING_QUOTA_P99_MS, GOAL_DRAIN_KEPT, GOAL_FAIR_P99_MS = 20.0, 1000.0, 0.95, 50.0
 
 
 def free_port():
@@ -106,7 +114,8 @@ class Nginx:
             # servers answer 201 from a named location reached by try_files (after limit_req).
             f.write(f"""daemon off; master_process on; worker_processes 1; pid {work}/nginx.pid; error_log {work}/error.log warn;
 events {{ worker_connections 4096; }}
-http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_format t '$msec $status'; root {work}/www;
+http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; root {work}/www;
+  log_format t '$msec $status $http_servicebusnotification_tags';
   map $server_port $quota_key {{ default hub; }}
   map $status $retry_after {{ 429 1; default ""; }}
   server {{ listen 127.0.0.1:{self.quiet}; access_log off; location / {{ return 201; }} }}
@@ -139,12 +148,20 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; log_form
 
     def entries(self):
         """[(seconds, status)] logged since start_log."""
+        return [(t, status) for t, status, _ in self.tagged_entries()]
+
+    def tagged_entries(self):
+        """[(seconds, status, the send's ServiceBusNotification-Tags or None)] logged since start_log."""
         time.sleep(1.5)  # the log buffer flushes every second
         out = []
         for line in open(self.log):
-            parts = line.split()
-            if len(parts) in (2, 4):
-                out.append((float(parts[0]), int(parts[1])))
+            parts = line.rstrip("\n").split(" ")
+            if len(parts) < 3:
+                continue
+            # The HTTPS server's lines end in the session's reuse flag ("r" or "."); a tag expression may hold spaces.
+            tls = len(parts) == 4 and parts[3] in ("r", ".")
+            tags = None if tls or parts[2] == "-" else " ".join(parts[2:])
+            out.append((float(parts[0]), int(parts[1]), tags))
         return out
 
     def tls_connections(self):
@@ -504,6 +521,95 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
     return row
 
 
+def wait_until_sending(out, proc, seconds=60):
+    """Until hubcast's metrics line says it sent something (it has its partitions and the backlog goes)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and proc.poll() is None:
+        for line in open(out).read().splitlines():
+            try:
+                if json.loads(line).get("sent", 0) > 0:
+                    return True
+            except ValueError:
+                pass
+        time.sleep(0.1)
+    return False
+
+
+def backlog_run(binary, python, nginx, port, work, backlog, trickle, seconds, max_rate=None, backlog_priority="bulk"):
+    """A backlog of `backlog` Sports items on the dev broker, `hubcast run` started on it, then the
+    `trickle` categories each get `rate` items a second for `seconds` while it drains (each addressed
+    to a user of its own, so nginx's log names it): each trickled item's end-to-end latency (its Kafka
+    timestamp → nginx's log of its send) and the backlog's drain rate.
+    trickle: {category: (items per second, priority or None)}."""
+    broker = Broker(binary, work)
+    hubcast = None
+    try:
+        path = os.path.join(work, f"backlog-{backlog}-{backlog_priority}.jsonl")
+        with open(path, "w") as f:
+            for n in range(backlog):
+                item = {"id": f"backlog-{n}", "headline": f"Overnight results, fixture {n}", "category": "Sports"}
+                if backlog_priority:
+                    item["priority"] = backlog_priority
+                f.write(json.dumps(item) + "\n")
+        subprocess.run([binary, "produce", "--brokers", broker.bootstrap, "--file", path, "--log-level", "warning"],
+                       check=True, stdout=subprocess.DEVNULL)
+        nginx.start_log()
+        out = os.path.join(work, "backlog-run.out")
+        # Idle for 10 s: one trickled item a second must not find it gone.
+        argv = [binary, "run", "--brokers", broker.bootstrap, "--hub", HUB, "--skip-hub-check", "--exit-when-idle", "10",
+                "--metrics-interval", "1", "--dlq", f"file:{work}/backlog-dlq.jsonl", "--log-level", "warning",
+                *(["--max-rate", str(max_rate)] if max_rate else [])]
+        hubcast = subprocess.Popen(argv, stdout=open(out, "w"), stderr=open(out + ".err", "w"),
+                                   env={**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(port)})
+        if not wait_until_sending(out, hubcast):
+            raise SystemExit("hubcast sent nothing: " + open(out + ".err").read()[-500:])
+        items = []
+        for category, (rate, priority) in trickle.items():
+            for k in range(int(seconds * rate)):
+                user = f"{category[:3].lower()}-{k}"
+                item = {"id": user, "headline": f"Live: {category} update {k}", "category": category, "users": [user]}
+                if priority:
+                    item["priority"] = priority
+                items.append([k / rate, "news." + category.lower(), user, item])
+        produced = subprocess.run([python, os.path.join(ROOT, "benchmarks/lib/schedule_producer.py")],
+                                  input=json.dumps({"brokers": broker.bootstrap, "items": items}),
+                                  capture_output=True, text=True, timeout=seconds + 120)
+        if produced.returncode != 0:
+            raise SystemExit("producer failed: " + produced.stderr[-500:])
+        sent_at = {u: ms / 1000 for u, ms in json.loads(produced.stdout)["timestamps"].items()}
+        try:
+            hubcast.wait(timeout=max(120.0, 4 * backlog / (max_rate or 2000)))
+        except subprocess.TimeoutExpired:
+            hubcast.kill()
+            hubcast.wait()
+        log = nginx.tagged_entries()
+    finally:
+        if hubcast and hubcast.poll() is None:
+            hubcast.kill()
+        broker.stop()
+    accepted = {}
+    for t, status, tags in log:
+        if status in (200, 201) and tags and tags.startswith("username:"):
+            accepted.setdefault(tags[len("username:"):], t)
+    backlog_done = sorted(t for t, status, tags in log if status in (200, 201) and tags == "Sports")
+    drain_end = backlog_done[-1] if backlog_done else None
+    rows = {}
+    for category, (rate, priority) in trickle.items():
+        users = [u for u in sent_at if u.startswith(category[:3].lower() + "-")]
+        every = [(accepted[u] - sent_at[u]) * 1000 for u in users if u in accepted]
+        during = [(accepted[u] - sent_at[u]) * 1000 for u in users if u in accepted and drain_end is not None and sent_at[u] <= drain_end]
+        rows[category] = {"priority": priority or "normal", "items": len(users), "delivered": sum(1 for u in users if u in accepted),
+                          "duringBacklog": len(during),
+                          "p50Ms": round(percentile(every, 0.5), 1) if every else None,
+                          "p99Ms": round(percentile(every, 0.99), 1) if every else None,
+                          "maxMs": round(max(every), 1) if every else None,
+                          "duringBacklogP99Ms": round(percentile(during, 0.99), 1) if during else None}
+    span = (backlog_done[-1] - backlog_done[0]) if len(backlog_done) > 1 else 0
+    return {"backlog": backlog, "backlogDelivered": len(backlog_done), "maxRate": max_rate,
+            "backlogDrainPerSec": round(len(backlog_done) / span, 1) if span > 0 else None,
+            "backlogDrainSeconds": round(span, 2), "trickle": rows, "exit": hubcast.returncode if hubcast else None}
+
+
 def percentile(values, q):
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] if values else None
@@ -533,8 +639,14 @@ def latency_run(binary, python, rate, seconds, connections, work):
         reader.start()
         if not first_line.wait(120):
             raise SystemExit("hubcast run printed no metrics line in 120 s")
-        produced = subprocess.run([python, os.path.join(ROOT, "benchmarks/lib/paced_producer.py"), "--brokers", broker.bootstrap,
-                                   "--rate", str(rate), "--seconds", str(seconds)], capture_output=True, text=True, timeout=seconds + 120)
+        plan = []
+        for n in range(int(rate * seconds)):
+            category, item_id = CATEGORIES[n % 6], f"lat-{n}"
+            plan.append([n / rate, "news." + category.lower(), item_id,
+                         {"id": item_id, "headline": f"Latency item {item_id} strikes off the coast", "category": category}])
+        produced = subprocess.run([python, os.path.join(ROOT, "benchmarks/lib/schedule_producer.py")],
+                                  input=json.dumps({"brokers": broker.bootstrap, "items": plan}),
+                                  capture_output=True, text=True, timeout=seconds + 120)
         if produced.returncode != 0:
             raise SystemExit("producer failed: " + produced.stderr[-500:])
         producer = json.loads(produced.stdout)
@@ -680,6 +792,27 @@ def goals(result):
             j = r.get("throttledPctAroundJoin")
             out.append((f"one joins {r['instances']}: ≤ {GOAL_GROUP_JOIN_THROTTLED_PCT:g}% throttled over the 10 s around it", f"{j:.2f}%",
                         verdict(j is not None and j <= GOAL_GROUP_JOIN_THROTTLED_PCT)))
+    for build in result.get("priority", {}).get("builds", [])[:1]:
+        for run in build["runs"]:
+            if run["kind"] == "fairness":
+                worst = max((r["duringBacklogP99Ms"] or 0) for c, r in run["trickle"].items())
+                where = f"at {run['maxRate']:g}/s" if run["maxRate"] else "unthrottled"
+                out.append((f"fairness, {where}: five categories' p99 ≤ {GOAL_FAIR_P99_MS:g} ms while one drains {run['backlog']:,}", f"{worst:.1f} ms",
+                            verdict(worst <= GOAL_FAIR_P99_MS and all(r["delivered"] == r["items"] for r in run["trickle"].values()))))
+                continue
+            b = run["trickle"]["World"]
+            goal = GOAL_BREAKING_QUOTA_P99_MS if run["maxRate"] else GOAL_BREAKING_P99_MS
+            where = f"at {run['maxRate']:g}/s" if run["maxRate"] else "unthrottled"
+            out.append((f"breaking behind {run['backlog']:,} bulk, {where}: p99 ≤ {goal:g} ms, all delivered",
+                        f"{b['p99Ms']} ms, {b['delivered']}/{b['items']} and {run['backlogDelivered']:,}/{run['backlog']:,}",
+                        verdict(b["p99Ms"] is not None and b["p99Ms"] <= goal and b["delivered"] == b["items"] and run["backlogDelivered"] == run["backlog"])))
+        base = result["priority"]["builds"][1] if len(result["priority"]["builds"]) > 1 else None
+        if base:
+            new_rate = next(r["backlogDrainPerSec"] for r in build["runs"] if r["kind"] == "breaking" and not r["maxRate"])
+            old_rate = next(r["backlogDrainPerSec"] for r in base["runs"] if r["kind"] == "breaking" and not r["maxRate"])
+            kept = new_rate / old_rate if old_rate else None
+            out.append((f"backlog drain rate unthrottled ≥ {GOAL_DRAIN_KEPT}× the build before", "–" if kept is None else f"{kept:.2f}×",
+                        verdict(None if kept is None else kept >= GOAL_DRAIN_KEPT)))
     rss = [r["peakRssMiB"] for r in result.get("memory", [])] + ([h["peakRssMiB"]] if h else [])
     if rss:
         out.append((f"peak RSS ≤ {GOAL_RSS_MIB:g} MiB", f"{max(rss)} MiB", verdict(max(rss) <= GOAL_RSS_MIB)))
@@ -688,6 +821,21 @@ def goals(result):
 
 def c_wrk(result):
     return result["ceiling"]["nginx"]["requestsPerSec"]
+
+
+def print_priority(result):
+    builds = result.get("priority", {}).get("builds", [])
+    if not builds:
+        return
+    print("\nBreaking news behind a backlog, and fairness (end-to-end: item written → its send logged by nginx)")
+    print(f"{'build':<10}{'run':<34}{'trickled':<24}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'delivered':>11}{'backlog/s':>11}")
+    for build in builds:
+        for run in build["runs"]:
+            where = f", {run['maxRate']:g}/s" if run["maxRate"] else ", unthrottled"
+            what = (f"{run['backlog']:,} bulk" if run["kind"] == "breaking" else f"flood {run['backlog']:,}") + where
+            for category, r in run["trickle"].items():
+                print(f"{build['name']:<10}{what:<34}{category + ' ' + r['priority']:<24}{r['p50Ms'] or '-':>9}{r['p99Ms'] or '-':>9}"
+                      f"{r['maxMs'] or '-':>9}{str(r['delivered']) + '/' + str(r['items']):>11}{run['backlogDrainPerSec'] or '-':>11}")
 
 
 def print_tls(result):
@@ -738,6 +886,7 @@ def print_tables(result):
                       f"{'–' if half is None else format(half, '.2f'):>9}"
                       f"{q['throttledPct']:>10.1f}%{done:>15}{q['idealSeconds']:>9.1f}{note}")
     print_tls(result)
+    print_priority(result)
     print_sporadic(result)
     lat = result.get("latency")
     if lat:
@@ -778,6 +927,11 @@ def main():
     parser.add_argument("--group-items", type=int, default=60000, help="items in each scale-out run")
     parser.add_argument("--group-broker", choices=["auto", "tansu", "dev"], default="auto",
                         help="the scale-out section's broker: Tansu (real group coordination; auto: if make test installed it) or the dev broker")
+    parser.add_argument("--priority-backlog", type=int, default=20000, help="bulk items queued ahead of the breaking ones")
+    parser.add_argument("--priority-seconds", type=float, default=30, help="seconds of one breaking item a second")
+    parser.add_argument("--fair-flood", type=int, default=50000, help="items flooding one category in the fairness run")
+    parser.add_argument("--baseline", default=os.environ.get("HUBCAST_BASELINE_BIN"),
+                        help="a hubcast built before (env HUBCAST_BASELINE_BIN): the priority section runs it side by side")
     parser.add_argument("--latency-rate", type=float, default=50, help="items/s in the end-to-end latency run")
     parser.add_argument("--latency-seconds", type=float, default=20, help="length of the latency run's production")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peers' pool size")
@@ -804,7 +958,10 @@ def main():
     help_text = subprocess.run([binary, "run", "--help"], capture_output=True, text=True).stdout
     quotas = [int(q) for q in args.quotas.split(",") if q]
     work = tempfile.mkdtemp(prefix="hubcast-bench-")
-    nginx = Nginx(work, quotas, [args.group_quota] if "group" in sections and args.group_quota not in quotas else [])
+    extra = [args.group_quota] if "group" in sections and args.group_quota not in quotas else []
+    if "priority" in sections and 200 not in quotas + extra:
+        extra.append(200)
+    nginx = Nginx(work, quotas, extra)
     started = time.time()
     result = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hubcast": binary,
               # Never passed: the quota runs are a cold start with no configured rate.
@@ -813,7 +970,7 @@ def main():
                           "memoryGiB": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)},
               "connections": args.connections, "wrkSeconds": args.seconds, "quotaSeconds": args.quota_seconds}
     try:
-        python = peer_python() if "python" in chosen or "latency" in sections else None
+        python = peer_python() if "python" in chosen or "latency" in sections or "priority" in sections else None
         programs = Programs(binary, go, python, args.connections, work)
         wrk_nginx = None
         if "ceiling" in sections:
@@ -886,6 +1043,25 @@ def main():
                 print(f"group: {instances} instance(s){', event ' + event if event else ''}, quota {q:,}/s, {n:,} items"
                       f" on {'Tansu' if tansu else 'the dev broker'}", file=sys.stderr)
                 result["group"].append(group_run(programs, nginx, nginx.quota_ports[q], q, n, instances, event, tansu))
+        if "priority" in sections:
+            builds = [("this", binary)] + ([("before", args.baseline)] if args.baseline else [])
+            result["priority"] = {"builds": []}
+            for name, build in builds:
+                runs = []
+                for rate in [None, 200]:
+                    print(f"priority ({name}): {args.priority_backlog:,} bulk, breaking 1/s for {args.priority_seconds:g} s, "
+                          f"{'unthrottled' if rate is None else f'quota {rate}/s with --max-rate'}", file=sys.stderr)
+                    run = backlog_run(build, python, nginx, nginx.logged if rate is None else nginx.quota_ports[rate], work, args.priority_backlog,
+                                      {"World": (1, "breaking")}, args.priority_seconds, max_rate=rate)
+                    runs.append({"kind": "breaking", **run})
+                # Unthrottled, and at the quota, where the flood takes the 150/s the five leave it.
+                for flood, rate in [(args.fair_flood, None), (args.fair_flood // 10, 200)]:
+                    print(f"fairness ({name}): {flood:,} Sports, five categories at 10/s, "
+                          f"{'unthrottled' if rate is None else f'quota {rate}/s with --max-rate'}", file=sys.stderr)
+                    run = backlog_run(build, python, nginx, nginx.logged if rate is None else nginx.quota_ports[rate], work, flood,
+                                      {c: (10, None) for c in CATEGORIES if c != "Sports"}, 10, max_rate=rate, backlog_priority=None)
+                    runs.append({"kind": "fairness", **run})
+                result["priority"]["builds"].append({"name": name, "binary": build, "runs": runs})
     finally:
         nginx.stop()
         shutil.rmtree(work, ignore_errors=True)
