@@ -26,7 +26,7 @@ bench: bench-tools
 
 # The same figures, smaller: 20,000 items, 10 s of each quota, no 1 M-item run, 5-second wrk runs.
 bench-quick: bench-tools
-	python3 benchmarks/bench.py --items 20000 --memory-items 10000 --quota-seconds 10 --seconds 5
+	python3 benchmarks/bench.py --items 20000 --memory-items 10000 --quota-seconds 10 --seconds 5 --priority-backlog 5000 --priority-seconds 10 --fair-flood 20000
 	HUBCAST_MICRO_SECONDS=1 $(MAKE) bench-micro
 
 PEERS_BUILD = benchmarks/.peers-build
