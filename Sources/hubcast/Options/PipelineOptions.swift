@@ -85,13 +85,11 @@ struct PipelineOptions: ParsableArguments {
     }
 
     private func targets(_ settings: Settings) throws(CLIError) -> [Priority: Duration] {
-        let entries = slo.isEmpty ? (settings.string(nil, "slo")?.split(separator: ",").map(String.init) ?? []) : slo
+        let shape = "breaking|normal|bulk=seconds (more than 0, at most 86400)"
         var targets: [Priority: Duration] = [:]
-        for entry in entries {
-            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, let priority = Priority(name: parts[0]), let seconds = Double(parts[1]),
-                  seconds.isFinite, seconds > 0, seconds <= 86_400 else {
-                throw .usage("--slo: expected breaking|normal|bulk=seconds (more than 0, at most 86400), got \(LegibleText.quoted(entry))")
+        for pair in try settings.pairs(slo, "slo", shape: shape) {
+            guard let priority = Priority(name: pair.key), let seconds = Double(pair.value), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+                throw .usage("--slo: expected \(shape), got \(LegibleText.quoted(pair.entry))")
             }
             targets[priority] = .milliseconds(Int64((seconds * 1000).rounded()))
         }
@@ -99,18 +97,16 @@ struct PipelineOptions: ParsableArguments {
     }
 
     private func categoryPriorities(_ settings: Settings, categories: Categories) throws(CLIError) -> [String: Priority] {
-        let entries = categoryPriority.isEmpty
-            ? (settings.string(nil, "category-priority")?.split(separator: ",").map(String.init) ?? []) : categoryPriority
+        let shape = "Category=breaking|normal|bulk"
         var priorities: [String: Priority] = [:]
-        for entry in entries {
-            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, let priority = Priority(name: parts[1]) else {
-                throw .usage("--category-priority: expected Category=breaking|normal|bulk, got \(LegibleText.quoted(entry))")
+        for pair in try settings.pairs(categoryPriority, "category-priority", shape: shape) {
+            guard let priority = Priority(name: pair.value) else {
+                throw .usage("--category-priority: expected \(shape), got \(LegibleText.quoted(pair.entry))")
             }
-            guard categories.topic(for: parts[0]) != nil else {
-                throw .usage("--category-priority: \(LegibleText.quoted(parts[0])) is not one of \(categories.names.joined(separator: ", "))")
+            guard categories.topic(for: pair.key) != nil else {
+                throw .usage("--category-priority: \(LegibleText.quoted(pair.key)) is not one of \(categories.names.joined(separator: ", "))")
             }
-            priorities[parts[0]] = priority
+            priorities[pair.key] = priority
         }
         return priorities
     }

@@ -82,6 +82,21 @@ struct Settings {
         string(flag, name) ?? value
     }
 
+    /// A repeatable `key=value` setting: the flags, else the comma-separated list in the
+    /// environment or the file. `shape` names the expected form in the error for a malformed entry.
+    func pairs(_ flags: [String], _ name: String, shape: String) throws(CLIError) -> [(key: String, value: String, entry: String)] {
+        let entries = flags.isEmpty ? (text(name)?.split(separator: ",").map(String.init) ?? []) : flags
+        var pairs: [(key: String, value: String, entry: String)] = []
+        for entry in entries {
+            let parts = entry.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw .usage("--\(name): expected \(shape), got \(LegibleText.quoted(entry))")
+            }
+            pairs.append((parts[0], parts[1], entry))
+        }
+        return pairs
+    }
+
     func int(_ flag: Int?, _ name: String, default value: Int, range: ClosedRange<Int>) throws(CLIError) -> Int {
         let resolved: Int
         if let flag {
