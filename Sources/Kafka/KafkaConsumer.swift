@@ -106,8 +106,10 @@ public final class KafkaConsumer: Service, Sendable {
     /// Holds delivery from these partitions until `resume`; the member stays in its group. Their
     /// messages already buffered are set aside, so the others' are delivered first.
     public func pause(_ partitions: [TopicPartition]) {
-        pauses.withLock { $0.pauseByUser(partitions) }
-        buffer.hold(partitions)
+        // Under the pause lock (then the buffer's, the one order both are taken in): a revoke
+        // cannot come between the check that a partition is assigned and its messages' hold.
+        let buffer = self.buffer
+        pauses.withLock { pauses in buffer.hold(pauses.pauseByUser(partitions)) }
     }
 
     public func resume(_ partitions: [TopicPartition]) {

@@ -67,7 +67,8 @@ final class MessageBuffer: Sendable {
         waiter?.resume(returning: message)
     }
 
-    /// Sets these partitions' messages aside, those buffered now and those that come, until `release`.
+    /// Sets these partitions' messages aside, those buffered now and those that come, until
+    /// `release` or `revoke`. Only for assigned partitions: a hold outlives nothing else.
     func hold(_ partitions: [TopicPartition]) {
         state.withLock { state in
             var added = false

@@ -48,7 +48,15 @@ struct PauseController: Sendable, Equatable {
         paused.subtract(partitions)
     }
 
-    mutating func pauseByUser(_ partitions: [TopicPartition]) { userPaused.formUnion(partitions) }
+    /// Pauses those of `partitions` that are assigned and returns them. A pause asked for a
+    /// partition that has already left is dropped: kept, it would pause the partition when it
+    /// comes back, with nobody left to resume it.
+    @discardableResult
+    mutating func pauseByUser(_ partitions: [TopicPartition]) -> [TopicPartition] {
+        let assigned = partitions.filter(assignment.contains)
+        userPaused.formUnion(assigned)
+        return assigned
+    }
 
     mutating func resumeByUser(_ partitions: [TopicPartition]) { userPaused.subtract(partitions) }
 

@@ -49,6 +49,17 @@ import Testing
         #expect(c.reconcile(buffered: 0) == .init(resume: [p1]))
     }
 
+    @Test func aPauseForAPartitionThatLeftIsDroppedSoItComesBackRunning() {
+        var c = PauseController(capacity: 4)
+        c.assigned([p0, p1])
+        c.revoked([p0])
+        // The application asks, late, to pause what it no longer owns.
+        #expect(c.pauseByUser([p0, p1]) == [p1])
+        #expect(c.reconcile(buffered: 0) == .init(pause: [p1]))
+        c.assigned([p0])
+        #expect(c.reconcile(buffered: 0).isEmpty, "p0 comes back running")
+    }
+
     @Test func revokedPartitionsAreForgotten() {
         var c = PauseController(capacity: 4)
         c.assigned([p0, p1])
