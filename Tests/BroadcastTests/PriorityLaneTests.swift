@@ -199,7 +199,7 @@ import Testing
                 case 0...5:
                     nextAge += 1
                     let job = Job(age: nextAge, priority: priority, slot: slot)
-                    lanes.append(job, priority: priority, slot: slot)
+                    lanes.append(job)
                     waiting.append(job)
                 case 6:
                     lanes.removeAll(slot: slot)
@@ -243,7 +243,7 @@ import Testing
         var age = 0
         for slot in [0, 0, 0, 1, 2, 2] {
             age += 1
-            lanes.append(Job(age: age, priority: .normal, slot: slot), priority: .normal, slot: slot)
+            lanes.append(Job(age: age, priority: .normal, slot: slot))
         }
         var slots: [Int] = []
         while let p = lanes.nextPriority(), let job = lanes.popFirst(p) { slots.append(job.slot) }

@@ -204,7 +204,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
                     job.priority = priority
                     job.slot = slot
                     job.staleAt = staleAt
-                    lanes.append(job, priority: priority, slot: slot)
+                    lanes.append(job)
                 }
                 if filled.last != slot { filled.append(slot) }
             }
@@ -367,7 +367,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// the run is stopping.
     private mutating func hold(_ run: Running) {
         guard mayGoAgain(run) else { return }
-        lanes.putBack(run.job, priority: run.job.priority, slot: run.job.slot)
+        lanes.putBack(run.job)
     }
 
     /// A throttled send, held until `notBefore`: the queue stays in that order (the Retry-Afters
@@ -523,7 +523,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         guard phase == .running else { return }
         while let first = throttledQueue.first, first.notBefore <= now {
             let job = throttledQueue.removeFirst().job
-            lanes.putBack(job, priority: job.priority, slot: job.slot)
+            lanes.putBack(job)
         }
         var probe = false
         if case .unavailable = hub {

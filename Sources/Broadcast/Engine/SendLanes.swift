@@ -59,8 +59,8 @@ struct SendLanes<Job: LaneJob>: Sendable {
     }
 
     /// A new send: last in its partition's line.
-    mutating func append(_ job: Job, priority: Priority, slot: Int) {
-        let p = priority.rawValue
+    mutating func append(_ job: Job) {
+        let p = job.priority.rawValue, slot = job.slot
         if queues[p][slot].isEmpty { takeTurns(p, slot, first: false) }
         queues[p][slot].append(job)
         waiting[slot] += 1
@@ -70,8 +70,8 @@ struct SendLanes<Job: LaneJob>: Sendable {
     /// A send that goes again (held for the hub, its Retry-After over): ahead of every newer send
     /// of its partition, so the sends that go again keep their order; its partition (and its
     /// group) take the first turn if they had none.
-    mutating func putBack(_ job: Job, priority: Priority, slot: Int) {
-        let p = priority.rawValue
+    mutating func putBack(_ job: Job) {
+        let p = job.priority.rawValue, slot = job.slot
         if queues[p][slot].isEmpty { takeTurns(p, slot, first: true) }
         // Those going again are few and at the front: the walk is short.
         var index = queues[p][slot].startIndex
@@ -141,7 +141,9 @@ struct SendLanes<Job: LaneJob>: Sendable {
     }
 }
 
-/// A send in a lane; `age` grows with the order sends arrived in.
+/// A send in a lane; `age` grows with the order sends arrived in; `slot` is its partition's.
 protocol LaneJob: Sendable {
     var age: Int { get }
+    var priority: Priority { get }
+    var slot: Int { get }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import Logging
 import News
 import NotificationHubs
@@ -22,9 +23,7 @@ public final class HubSender: Sender {
     public init(configuration: NotificationHubConfiguration, transport: any HTTPTransport, delivered: DeliveredSends,
                 metrics: PipelineMetrics, logger: Logger, targets: [Priority: Duration] = [:],
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
-        self.targets = Priority.allCases.map { priority in
-            targets[priority].map { $0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000 }
-        }
+        self.targets = Priority.allCases.map { targets[$0]?.inMilliseconds }
         let listener = attemptListener
         var configuration = configuration
         configuration.retry.retriesThrottling = false

@@ -186,7 +186,7 @@ public final class NotificationHubClient: Sendable {
                     throw failure(reason, status, message, attempts, throttled, firstAttemptAt)
                 }
                 let delay = configuration.retry.delay(after: attempts, retryAfter: retryAfter, unit: random())
-                if let deadline, clock() + Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18 >= deadline {
+                if let deadline, clock() + Double(delay.milliseconds) / 1000 >= deadline {
                     throw failure(.stale, status, "its deadline would pass before the next attempt; the last one: \(message)",
                                   attempts, throttled, firstAttemptAt)
                 }
