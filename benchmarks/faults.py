@@ -694,6 +694,67 @@ def s9_fuzz(s):
     s.expect("no valid item dead-lettered", not s.extra["fuzz"]["validDeadLettered"])
 
 
+def sas_token(connection, resource):
+    """A SAS token for `resource`, as the client makes one (for the one registration this script writes)."""
+    import base64, hashlib, hmac, urllib.parse
+    parts = dict(p.split("=", 1) for p in connection.strip(";").split(";"))
+    expiry = int(time.time()) + 3600
+    target = urllib.parse.quote(resource, safe="").lower()
+    signature = base64.b64encode(hmac.new(parts["SharedAccessKey"].encode(), f"{target}\n{expiry}".encode(), hashlib.sha256).digest())
+    return (f"SharedAccessSignature sr={target}&sig={urllib.parse.quote(signature, safe='')}"
+            f"&se={expiry}&skn={parts['SharedAccessKeyName']}")
+
+
+def s12_canary(s):
+    """Three `run --canary-every 1` in one group for 60 s beside 600 news items, a test device on the canary
+    tag; then the key refused (401) for a few seconds, with `hubcast canary --once` asked meanwhile."""
+    s.start()
+    resource = f"http://127.0.0.1:{s.emulator.port}/{HUB}"
+    body = json.dumps({"installationId": "canary-phone", "platform": "apns", "pushChannel": "abc", "tags": ["hubcast-canary"],
+                       "templates": {"t": {"body": '{"aps":{"alert":"$(messageParam)"}}'}}}).encode()
+    req = urllib.request.Request(f"{resource}/installations/canary-phone?api-version=2020-06", data=body, method="PUT",
+                                 headers={"Content-Type": "application/json", "Authorization": sas_token(s.emulator.connection, resource)})
+    urllib.request.urlopen(req, timeout=30).read()
+    s.produce([item(12, n) for n in range(600)])
+    runs = [s.run(["--canary-every", "1"]) for _ in range(3)]
+
+    def canaries():
+        return [m["canary"] for r in runs for _, m in list(r.metrics) if "canary" in m]
+
+    wait_until(lambda: sum(1 for r in runs if r.stderr_lines("Partitions assigned", limit=1)) == 3, 60)
+    start_ms, steady_from = int(time.time() * 1000), len(canaries())
+    time.sleep(60)
+    steady = [c for c in canaries()[steady_from:] if c["atMs"] >= start_ms]
+    requesters = collections.Counter(c["id"].rsplit("-", 1)[0] for c in steady)
+    e2e = sorted(c.get("endToEndMs", 0) for c in steady if c["outcome"] == "verified")
+
+    s.emulator.fault({"status": 401})
+    refused_at = time.time()
+    failed = wait_until(lambda: any(c["outcome"] == "failed" and c.get("reason") == "unauthorized" and c["atMs"] >= refused_at * 1000
+                                    for c in canaries()), 30)
+    first_failure_s = round(time.time() - refused_at, 1) if failed else None
+    gate = subprocess.run([s.binary, "canary", "--once", "--brokers", s.broker.bootstrap, "--timeout", "2", "--log-level", "warning"],
+                          capture_output=True, text=True, timeout=60)
+    s.emulator.clear_faults()
+    cleared_at = time.time()
+    back = wait_until(lambda: any(c["outcome"] == "verified" and c["atMs"] >= cleared_at * 1000 for c in canaries()), 30)
+    for r in runs:
+        r.signal_and_time(signal.SIGTERM, 60)
+    s.extra["canary"] = {
+        "inSixtySeconds": len(steady), "verified": sum(1 for c in steady if c["outcome"] == "verified"),
+        "requesters": len(requesters), "reportedTwice": len(steady) - len({c["id"] for c in steady}),
+        "e2eMsP50": e2e[len(e2e) // 2] if e2e else None, "e2eMsMax": e2e[-1] if e2e else None,
+        "firstFailureAfterRefusalS": first_failure_s, "gateExitWhileRefused": gate.returncode,
+        "verifiedAgainAfterClearing": back,
+    }
+    s.expect("59-61 canaries in 60 s at --canary-every 1, all verified", 59 <= len(steady) <= 61 and all(c["outcome"] == "verified" for c in steady))
+    s.expect("one instance asked for them, each reported once", len(requesters) == 1 and s.extra["canary"]["reportedTwice"] == 0)
+    s.expect("key refused: a canary failed as unauthorized within 2 intervals", first_failure_s is not None and first_failure_s <= 2.5)
+    s.expect("canary --once exits 1 while the key is refused", gate.returncode == 1)
+    s.expect("verified again once the key is accepted", back)
+    s.expect("every run exits 0", all(r.exit_code == 0 for r in runs), hard=True)
+
+
 SCENARIOS = [
     (1, "429 storm", s1_429_storm),
     (2, "5xx and dropped connections", s2_5xx_drops),
@@ -706,6 +767,7 @@ SCENARIOS = [
     (9, "fuzzed input", s9_fuzz),
     (10, "sporadic throttling", s10_sporadic_throttling),
     (11, "429, 503 and drops at once", s11_everything_at_once),
+    (12, "canary", s12_canary),
 ]
 
 
@@ -742,7 +804,7 @@ def run_scenario(number, name, body, binary, work):
 
 
 def detail(r):
-    for key in ("during", "outage", "refused", "sigterm", "kill", "rebalance", "fuzz"):
+    for key in ("during", "outage", "refused", "sigterm", "kill", "rebalance", "fuzz", "canary"):
         if key in r:
             d = {k: v for k, v in r[key].items() if k not in ("note", "errorLines")}
             return ", ".join(f"{k}={v}" for k, v in d.items() if v not in (None, [], {}))

@@ -1,3 +1,4 @@
+import Broadcast
 import Foundation
 import Kafka
 import HubEmulator
@@ -30,18 +31,18 @@ public struct DemoSummary: Sendable {
         lines.append("")
         lines.append(pad("category", 12) + pad("items", 7, right: true) + pad("sends", 7, right: true) + pad("devices reached", 17, right: true)
                      + pad("e2e p50", 10, right: true) + pad("e2e p99", 10, right: true))
+        let byCategory = InMemoryMetrics.Snapshot.merged(metrics.intervalTimers, label: PipelineMetrics.endToEndLabel, by: "category")
+        let byPriorityName = InMemoryMetrics.Snapshot.merged(metrics.intervalTimers, label: PipelineMetrics.endToEndLabel, by: "priority")
         for category in Categories.seedNames {
             let sends = deliveries.filter { $0.tagExpression == category }
             let reached = sends.reduce(0) { $0 + $1.matched }
-            let e2e = metrics.intervalTimers.first { $0.key.label == "hubcast_end_to_end_latency" && $0.key.dimension("category") == category }?.value
+            let e2e = byCategory[category]
             lines.append(pad(category, 12) + pad("\(validItems[category] ?? 0)", 7, right: true) + pad("\(sends.count)", 7, right: true)
                          + pad("\(reached)", 17, right: true) + pad(ms(e2e?.value(atQuantile: 0.5)), 10, right: true)
                          + pad(ms(e2e?.value(atQuantile: 0.99)), 10, right: true))
         }
         let byPriority = Priority.mostUrgentFirst.compactMap { priority -> String? in
-            guard let e2e = metrics.intervalTimers.first(where: {
-                $0.key.label == "hubcast_priority_end_to_end_latency" && $0.key.dimension("priority") == priority.name
-            })?.value, e2e.count > 0 else { return nil }
+            guard let e2e = byPriorityName[priority.name], e2e.count > 0 else { return nil }
             return "\(priority.name) \(ms(e2e.value(atQuantile: 0.5))) / \(ms(e2e.value(atQuantile: 0.99)))"
         }
         let personal = deliveries.filter { $0.tagExpression?.hasPrefix("username:") == true }

@@ -70,6 +70,26 @@ extension NotificationHubEmulator {
         return response
     }
 
+    /// `GET /{hub}/messages/{id}`: per-message telemetry. The emulator finishes a send as it
+    /// accepts it, so a send it remembers is `Completed` (or `NoTargetFound`); it does not know a
+    /// template device's platform, so every device reached is one `Success` under `TemplateOutcomeCounts`.
+    func notificationDetails(id: String, hub: String, host: String) -> EmulatorResponse {
+        guard let number = Int(id), let record = log.record(notificationID: number), record.hub == hub else {
+            return .error(404, "No telemetry for notification \(id)")
+        }
+        let time = CivilDate.rfc3339(epochSeconds: record.atEpochSeconds)
+        let body = """
+            <NotificationDetails xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" \
+            xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><NotificationId>\(id)</NotificationId>\
+            <Location>sb://\(XMLText.escape(host))/\(XMLText.escape(hub))/messages/\(id)</Location>\
+            <State>\(record.matched > 0 ? "Completed" : "NoTargetFound")</State><EnqueueTime>\(time)</EnqueueTime>\
+            <StartTime>\(time)</StartTime><EndTime>\(time)</EndTime><TargetPlatforms>\(XMLText.escape(record.format))</TargetPlatforms>\
+            <TemplateOutcomeCounts><Outcome><Name>Success</Name><Count>\(record.matched)</Count></Outcome></TemplateOutcomeCounts>\
+            </NotificationDetails>
+            """
+        return EmulatorResponse(status: 200, headers: [("Content-Type", "application/xml; charset=utf-8")], body: Array(body.utf8))
+    }
+
     private func reject(_ status: Int, _ detail: String, retryAfter: Int? = nil) -> EmulatorResponse {
         log.recordStatus(status)
         return .error(status, detail, retryAfter: retryAfter)

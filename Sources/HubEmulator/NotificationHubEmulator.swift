@@ -67,6 +67,7 @@ public final class NotificationHubEmulator: Sendable {
         }
         switch (request.method, route.count, route.first) {
         case ("POST", 1, "messages"): return send(request, hub: hub, store: store)
+        case ("GET", 2, "messages"): return notificationDetails(id: route[1], hub: hub, host: request.host)
         case ("POST", 1, "registrationIDs"):
             return EmulatorResponse(status: 201, headers: [("Location", "http://\(request.host)/\(hub)/registrations/\(newRegistrationID())?api-version=2020-06")])
         case ("POST", 1, "registrations"): return createRegistration(request, id: newRegistrationID(), hub: hub, store: store)

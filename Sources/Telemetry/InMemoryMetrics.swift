@@ -29,6 +29,17 @@ public final class InMemoryMetrics: MetricsFactory, Sendable {
         public var totalTimers: [Key: LatencyHistogram] = [:]
 
         public func counter(_ label: String) -> Int64 { counters.filter { $0.key.label == label }.values.reduce(0, +) }
+
+        /// The histograms of timer `label` merged per value of `dimension` (every other dimension
+        /// summed over), from `timers` (`intervalTimers` or `totalTimers`).
+        public static func merged(_ timers: [Key: LatencyHistogram], label: String, by dimension: String) -> [String: LatencyHistogram] {
+            var merged: [String: LatencyHistogram] = [:]
+            for (key, histogram) in timers where key.label == label {
+                guard let value = key.dimension(dimension) else { continue }
+                merged[value, default: LatencyHistogram()].merge(histogram)
+            }
+            return merged
+        }
         public func meter(_ label: String) -> Double { meters.filter { $0.key.label == label }.values.reduce(0, +) }
     }
 

@@ -10,12 +10,15 @@ public struct PrometheusMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
 
     /// Timer labels and their Prometheus names and bucket bounds, in seconds.
+    /// For waits that may last a hub outage or a backlog: minutes are possible.
+    static let longWaitBuckets: [Double] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
+
     static let histograms: [String: (name: String, buckets: [Double])] = [
         "hubcast_send_latency": ("hubcast_send_latency_seconds",
                                  [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]),
-        // An item waits out a hub outage or a backlog: minutes are possible, so the buckets go further.
-        "hubcast_end_to_end_latency": ("hubcast_end_to_end_latency_seconds",
-                                       [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]),
+        "hubcast_end_to_end_latency": ("hubcast_end_to_end_latency_seconds", longWaitBuckets),
+        // A canary takes up to its interval, which may be minutes.
+        "hubcast_canary_e2e": ("hubcast_canary_e2e_seconds", longWaitBuckets),
     ]
 
     public init() {}

@@ -107,7 +107,8 @@ import Testing
                 guard let (id, send) = running.sorted(by: { $0.key < $1.key }).dropFirst(arg % max(1, running.count)).first else { return }
                 running[id] = nil
                 let outcome: Engine.Outcome = switch op {
-                case 1: .delivered
+                // A canary refused for good or past its deadline ends as delivered sends do, for the offsets.
+                case 1: arg % 2 == 0 ? .delivered : .finishedElsewhere
                 case 2: .failed(deadLetter(p, 0))
                 case 3: .hubUnavailable(reason: "test")
                 default: .throttled(retryAfter: nil)

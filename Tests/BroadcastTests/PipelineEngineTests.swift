@@ -158,6 +158,19 @@ import Testing
         #expect(e.committable == [TopicPartitionOffset(p0, offset: 1)])
     }
 
+    @Test func aSendFinishedElsewhereDuringAnOutageLeavesTheHubHeldAndItsOffsetCommits() {
+        var e = engine { $0.probeInterval = .seconds(2) }
+        var done = Performed(e.started(now: .zero))
+        done.add(e.assigned([p0], now: .zero))
+        done.add(e.received((0..<3).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
+        done.add(e.sendFinished(done.id(of: "s1")!, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(1)))
+        // A canary past its deadline ends without a request: no word about the hub.
+        done.add(e.sendFinished(done.id(of: "s0")!, .finishedElsewhere, now: .seconds(1)))
+        #expect(e.hub == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"), "the outage goes on")
+        #expect(done.hubAvailable == 0)
+        #expect(e.committable == [TopicPartitionOffset(p0, offset: 1)], "its record is done")
+    }
+
     @Test func aThrottlingStormWaitsAndDeadLettersNothing() {
         var e = engine()
         var done = Performed(e.assigned([p0], now: .zero))

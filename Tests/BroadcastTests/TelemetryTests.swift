@@ -59,3 +59,22 @@ import Testing
         #expect(text.contains(#"hubcast_end_to_end_latency_seconds_count{category="World"} 1"#), "\(text)")
     }
 }
+
+/// End-to-end latency is recorded once per send, per (priority, category), and read both ways.
+@Suite struct EndToEndViewTests {
+    @Test func oneTimerPerPriorityAndCategoryMergesIntoEachView() {
+        let metrics = InMemoryMetrics()
+        let key = { (category: String, priority: String) in [("category", category), ("priority", priority)] }
+        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("World", "breaking")).recordNanoseconds(1_000_000)
+        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("World", "bulk")).recordNanoseconds(9_000_000)
+        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("Sports", "bulk")).recordNanoseconds(5_000_000)
+        metrics.makeTimer(label: "hubcast_send_latency", dimensions: [("category", "World")]).recordNanoseconds(7_000_000)
+        let timers = metrics.snapshot(resettingIntervals: false).totalTimers
+        let byCategory = InMemoryMetrics.Snapshot.merged(timers, label: "hubcast_end_to_end_latency", by: "category")
+        #expect(byCategory.mapValues(\.count) == ["World": 2, "Sports": 1])
+        #expect(byCategory["World"]?.max == 9000)
+        let byPriority = InMemoryMetrics.Snapshot.merged(timers, label: "hubcast_end_to_end_latency", by: "priority")
+        #expect(byPriority.mapValues(\.count) == ["breaking": 1, "bulk": 2])
+        #expect(byPriority["bulk"].map { $0.value(atQuantile: 0) } == 5000)
+    }
+}

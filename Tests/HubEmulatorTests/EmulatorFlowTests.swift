@@ -35,6 +35,22 @@ import TestSupport
         #expect(record["payloads"] as? [String] == Array(repeating: #"{"aps":{"alert":"Breaking World News : Quake hits"}}"#, count: 2))
     }
 
+    @Test func perMessageTelemetrySaysWhatASendReached() async throws {
+        let live = try await LiveEmulator()
+        let client = try live.client()
+        _ = try await register([["hubcast-canary"], ["hubcast-canary", "World"], ["World"]], with: client)
+        let reached = try await client.sendTemplate(properties: [("messageParam", "canary")], tagExpression: "hubcast-canary")
+        let details = try await client.notificationDetails(id: try #require(reached.notificationID))
+        #expect(details.state == "Completed" && details.successes == 2, "\(details)")
+        #expect(details.isFinal)
+
+        let nobody = try await client.sendTemplate(properties: [("messageParam", "canary")], tagExpression: "nobody-follows-this")
+        #expect(try await client.notificationDetails(id: try #require(nobody.notificationID)) == NotificationDetails(state: "NoTargetFound",
+                                                                                                                     outcomes: [("Success", 0)]))
+        // An id it never gave: 404, as the service answers before it has telemetry.
+        await #expect { try await client.notificationDetails(id: "999999") } throws: { ($0 as? SendFailure)?.status == 404 }
+    }
+
     @Test func tagExpressionsSelectTheHandComputedAudience() async throws {
         let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 50 })
         let client = try live.client()

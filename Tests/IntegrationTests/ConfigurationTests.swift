@@ -8,7 +8,7 @@ import TestSupport
 @Suite struct ConfigurationTests {
     /// Each command as its `--help` is asked for, and the name docs/configuration.md gives it.
     static let commands: [(arguments: [String], name: String)] = [
-        (["run"], "run"), (["replay"], "replay"), (["demo"], "demo"), (["send"], "send"), (["produce"], "produce"),
+        (["run"], "run"), (["replay"], "replay"), (["demo"], "demo"), (["send"], "send"), (["produce"], "produce"), (["canary"], "canary"),
         (["emulator"], "emulator"), (["dev-broker"], "dev-broker"), (["backend", "serve"], "backend"),
         (["backend", "add-user"], "backend add-user"),
     ]

@@ -197,7 +197,7 @@ import TestSupport
 
     // MARK: Flags the docs show
 
-    static let commands: [[String]] = [["run"], ["replay"], ["demo"], ["send"], ["produce"], ["emulator"], ["dev-broker"],
+    static let commands: [[String]] = [["run"], ["replay"], ["demo"], ["send"], ["produce"], ["canary"], ["emulator"], ["dev-broker"],
                                        ["backend", "serve"], ["backend", "add-user"]]
 
     /// Every `hubcast <command> … --flag` in a code block or span, and every `--flag` on a command's
@@ -212,7 +212,7 @@ import TestSupport
         var checked = 0
         for (path, text) in try Self.documents() {
             for line in text.components(separatedBy: "\n") {
-                for use in line.matches(of: /hubcast (run|replay|demo|send|produce|emulator|dev-broker|backend add-user|backend)\b([^`|;&>]*)/) {
+                for use in line.matches(of: /hubcast (run|replay|demo|send|produce|canary|emulator|dev-broker|backend add-user|backend)\b([^`|;&>]*)/) {
                     let command = String(use.output.1)
                     for flag in use.output.2.matches(of: /(?:^|[\s=\[])(--[a-z0-9-]+)/) {
                         checked += 1
@@ -223,7 +223,9 @@ import TestSupport
             }
             if path.hasPrefix("docs/commands/") {
                 let command = String(path.dropFirst("docs/commands/".count).dropLast(3))
-                let own = command == "backend" ? flags["backend serve"]!.union(flags["backend add-user"]!) : flags[command] ?? []
+                // The canary's page also covers the flags of `run` that turn it on.
+                let own = command == "backend" ? flags["backend serve"]!.union(flags["backend add-user"]!)
+                    : command == "canary" ? flags["canary"]!.union(flags["run"]!) : flags[command] ?? []
                 for span in Self.proseOnly(text).matches(of: /`(--[a-z0-9-]+)/) {
                     checked += 1
                     #expect(own.contains(String(span.output.1)), "\(path) mentions \(span.output.1), which `hubcast \(command)` does not have")

@@ -143,7 +143,7 @@ import TestSupport
     }
 
     /// `--help` is pinned: a changed flag or help text must change Tests/IntegrationTests/Help too.
-    @Test(arguments: ["hubcast", "run", "replay", "demo", "send", "produce", "emulator", "dev-broker"])
+    @Test(arguments: ["hubcast", "run", "replay", "demo", "send", "produce", "canary", "emulator", "dev-broker"])
     func helpMatchesThePinnedText(command: String) async throws {
         let pinned = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Help/\(command).txt")
         let help = try await HubcastBinary.run(command == "hubcast" ? ["--help"] : [command, "--help"])

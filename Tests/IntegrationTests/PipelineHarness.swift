@@ -175,8 +175,8 @@ final class PipelineHarness: Sendable {
         try stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
     }
 
-    /// Checks every stdout line against schemas/metrics.schema.json with the Python validator.
-    static func validateMetrics(_ stdout: String) async throws {
+    /// Checks every stdout line against schemas/metrics.schema.json (or `schema`) with the Python validator.
+    static func validateMetrics(_ stdout: String, schema: String = "metrics.schema.json") async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -188,7 +188,7 @@ final class PipelineHarness: Sendable {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
         let result = try await ChildProcess.run(python, [root.appendingPathComponent("schemas/validate.py").path,
-                                                         root.appendingPathComponent("schemas/metrics.schema.json").path] + files)
+                                                         root.appendingPathComponent("schemas/\(schema)").path] + files)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stdout.contains("invalid "), "\(result.stdout)")
         #expect(result.stdout.split(separator: "\n").count == files.count)

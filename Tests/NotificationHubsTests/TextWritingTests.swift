@@ -109,3 +109,31 @@ import Testing
         return lines
     }
 }
+
+/// The per-message telemetry document, in the service's shape (namespaces, several platforms).
+@Suite struct NotificationDetailsTests {
+    static let service = """
+        <NotificationDetails xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:i="http://www.w3.org/2001/XMLSchema-instance">\
+        <NotificationId>1-2-3</NotificationId><Location>sb://ns.servicebus.windows.net/hub/messages/1-2-3</Location>\
+        <State>Completed</State><EnqueueTime>2026-11-26T10:00:00Z</EnqueueTime><TargetPlatforms>apple,fcmv1</TargetPlatforms>\
+        <ApnsOutcomeCounts><Outcome><Name>Success</Name><Count>3</Count></Outcome><Outcome><Name>InvalidCredentials</Name><Count>1</Count></Outcome></ApnsOutcomeCounts>\
+        <FcmV1OutcomeCounts><Outcome><Name>Success</Name><Count>2</Count></Outcome></FcmV1OutcomeCounts></NotificationDetails>
+        """
+
+    @Test func successesAreSummedOverPlatformsAndOtherOutcomesKept() throws {
+        let details = try #require(NotificationDetails(xml: Self.service))
+        #expect(details.state == "Completed" && details.isFinal)
+        #expect(details.successes == 5)
+        #expect(details.outcomes.map(\.name) == ["Success", "InvalidCredentials", "Success"])
+    }
+
+    @Test func statesBeforeTheEndAreNotFinalAndADocumentWithoutStateIsRefused() {
+        for state in ["Enqueued", "Processing", "Scheduled", "Unknown"] {
+            #expect(NotificationDetails(xml: "<NotificationDetails><State>\(state)</State></NotificationDetails>")?.isFinal == false)
+        }
+        #expect(NotificationDetails(xml: "<NotificationDetails><State>NoTargetFound</State></NotificationDetails>")?.isFinal == true)
+        #expect(NotificationDetails(xml: "<Error><Code>404</Code></Error>") == nil)
+        // An outcome without a numeric count is left out, not guessed.
+        #expect(NotificationDetails(xml: "<State>Completed</State><Outcome><Name>Success</Name><Count>x</Count></Outcome>")?.outcomes.isEmpty == true)
+    }
+}

@@ -82,6 +82,16 @@ public final class LineWatcher: Sendable {
         }
     }
 
+    /// Waits for the `n`th line that matches, counting the lines already read; see `first(timeout:where:)`.
+    public func nth(_ n: Int, timeout: Duration = .seconds(120), where matches: @escaping @Sendable (String) -> Bool) async -> Line? {
+        let seen = MatchCount()
+        return await first(timeout: timeout) { line in matches(line.text) && seen.value.add(1, ordering: .relaxed).newValue >= n }
+    }
+
+    private final class MatchCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
     /// The text of the first line that matches; see `first(timeout:where:)`.
     public func line(timeout: Duration = .seconds(120), where matches: @escaping @Sendable (String) -> Bool) async -> String? {
         await first(timeout: timeout) { matches($0.text) }?.text

@@ -92,6 +92,9 @@ extension PipelineEngine {
         case throttled(retryAfter: Duration?)
         /// Cancelled at shutdown: unfinished, read again later.
         case abandoned
+        /// Finished without a word about the hub (a canary refused for good or past its deadline,
+        /// reported elsewhere): its record may commit; the hub's state and pace learn nothing.
+        case finishedElsewhere
     }
 
     /// What the shell must do; it performs actions in order, outside any lock.

@@ -271,6 +271,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             holdThrottled(run, until: now + wait)
         case .abandoned:
             break
+        case .finishedElsewhere:
+            jobEnded(run)
         }
         return actions.isEmpty ? settle(now: now) : actions + settle(now: now)
     }

@@ -66,17 +66,17 @@ public struct MetricsPrinter: Service {
         writeLatency(send, into: &w)
         w.key("endToEndMs")
         w.beginObject()
-        for (key, histogram) in timers.filter({ $0.key.label == "hubcast_end_to_end_latency" }).sorted(by: { $0.key.dimensions.lexicographicallyPrecedes($1.key.dimensions) })
+        for (category, histogram) in InMemoryMetrics.Snapshot.merged(timers, label: PipelineMetrics.endToEndLabel, by: "category").sorted(by: { $0.key < $1.key })
         where histogram.count > 0 {
-            w.key(key.dimension("category") ?? "")
+            w.key(category)
             writeLatency(histogram, into: &w)
         }
         w.endObject()
         w.key("endToEndByPriorityMs")
         w.beginObject()
+        let byPriority = InMemoryMetrics.Snapshot.merged(timers, label: PipelineMetrics.endToEndLabel, by: "priority")
         for priority in Priority.mostUrgentFirst {
-            guard let histogram = timers.first(where: { $0.key.label == "hubcast_priority_end_to_end_latency" && $0.key.dimension("priority") == priority.name })?.value,
-                  histogram.count > 0 else { continue }
+            guard let histogram = byPriority[priority.name], histogram.count > 0 else { continue }
             w.key(priority.name)
             writeLatency(histogram, into: &w)
         }

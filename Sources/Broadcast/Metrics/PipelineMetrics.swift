@@ -4,6 +4,7 @@ import News
 /// The pipeline's metrics, created once with fixed labels (never per message).
 public struct PipelineMetrics: Sendable {
     public static let prefix = "hubcast_"
+    public static let endToEndLabel = "hubcast_end_to_end_latency"
 
     public let consumed = Counter(label: "hubcast_consumed")
     public let sent = Counter(label: "hubcast_sent")
@@ -34,27 +35,28 @@ public struct PipelineMetrics: Sendable {
     public let quotaPeers = Meter(label: "hubcast_quota_peers")
     public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
     public let sendLatency = Timer(label: "hubcast_send_latency")
-    private let endToEnd: [String: Timer]
-    /// By priority, indexed by its raw value.
-    private let endToEndByPriority: [Timer]
+    /// Kafka timestamp → hub accepted, one timer per (priority, category): indexed by the
+    /// priority's raw value, then the category's place in `categoryIndex`.
+    private let endToEnd: [[Timer]]
+    private let categoryIndex: [String: Int]
     /// Sends accepted later than their priority's target (`--slo`), by priority, indexed by its raw value.
     private let sloMissed: [Counter]
 
-    /// End-to-end latency gets one timer per category (Kafka timestamp → hub accepted).
+    /// End-to-end latency gets one timer per (priority, category), so one sample per send serves
+    /// both views: per category (summed over priorities) and per priority (summed over categories).
     public init(categories: [String]) {
         hubAvailable.set(1)
         paceShare.set(1)
-        endToEnd = Dictionary(uniqueKeysWithValues: categories.map {
-            ($0, Timer(label: "hubcast_end_to_end_latency", dimensions: [("category", $0)]))
-        })
-        endToEndByPriority = Priority.allCases.map { Timer(label: "hubcast_priority_end_to_end_latency", dimensions: [("priority", $0.name)]) }
+        categoryIndex = Dictionary(categories.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        endToEnd = Priority.allCases.map { priority in
+            categories.map { Timer(label: Self.endToEndLabel, dimensions: [("category", $0), ("priority", priority.name)]) }
+        }
         sloMissed = Priority.allCases.map { Counter(label: "hubcast_slo_missed", dimensions: [("priority", $0.name)]) }
     }
 
     /// `target`: the priority's time-to-hub target in milliseconds, if it has one.
     func recordEndToEnd(category: String, priority: Priority, milliseconds: Int64, target: Int64?) {
-        endToEnd[category]?.recordMilliseconds(milliseconds)
-        endToEndByPriority[priority.rawValue].recordMilliseconds(milliseconds)
+        if let index = categoryIndex[category] { endToEnd[priority.rawValue][index].recordMilliseconds(milliseconds) }
         if let target, milliseconds > target { sloMissed[priority.rawValue].increment() }
     }
 }

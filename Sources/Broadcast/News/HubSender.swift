@@ -16,6 +16,8 @@ public final class HubSender: Sender {
     /// Time-to-hub targets in milliseconds, indexed by priority's raw value.
     let targets: [Int64?]
     private let attemptListener = AttemptListener()
+    /// Hears canary sends' outcomes, once attached; read only for a canary send.
+    private let canary = Mutex<Canary?>(nil)
 
     /// Creates the client too: throttled sends come back at once (the engine holds each for its
     /// own `Retry-After`, and its pacer decides about the rest), and unanswered attempts reach the
@@ -40,6 +42,10 @@ public final class HubSender: Sender {
         attemptListener.set(listener)
     }
 
+    public func attach(_ canary: Canary) {
+        self.canary.withLock { $0 = canary }
+    }
+
     public func refreshMetrics() {
         metrics.sasTokensMinted.set(client.tokens.mintCount)
     }
@@ -59,7 +65,9 @@ public final class HubSender: Sender {
             let result = try await client.sendTemplate(properties: send.planned.properties, tagExpression: send.planned.tagExpression,
                                                        deadline: send.staleAt)
             delivered.finished(send.deliveryKey, accepted: true)
-            if let produced = send.source.timestampMs {
+            if send.isCanary {
+                canary.withLock { $0 }?.accepted(send, notificationID: result.notificationID)
+            } else if let produced = send.source.timestampMs {
                 metrics.recordEndToEnd(category: send.category, priority: send.priority, milliseconds: max(0, Int64(clock() * 1000) - produced),
                                        target: targets[send.priority.rawValue])
             }
@@ -80,7 +88,15 @@ public final class HubSender: Sender {
 
     /// Whose fault: the hub's (hold, pause, probe), throttling (wait), or the item's (dead-letter).
     func classify(_ error: SendFailure, of send: NewsSend) -> PipelineEngine<NewsSend>.Outcome {
-        if let notTheItems = PipelineEngine<NewsSend>.Outcome(notTheItemsFault: error) { return notTheItems }
+        let notTheItems = PipelineEngine<NewsSend>.Outcome(notTheItemsFault: error)
+        if error.owner == .hub { canary.withLock { $0 }?.noteHubFailure(error.reason) }
+        if send.isCanary, error.owner != .nobody {
+            canary.withLock { $0 }?.failed(send, reason: error.reason, final: notTheItems == nil)
+            // A failed canary is reported by the canary; a dead-lettered one would only be
+            // replayed later, proving nothing.
+            if notTheItems == nil { return .finishedElsewhere }
+        }
+        if let notTheItems { return notTheItems }
         let metadata: Logger.Metadata = ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
                                          "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
                                          "attempts": "\(error.attempts)", "error": "\(error.message)"]

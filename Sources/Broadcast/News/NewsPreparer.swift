@@ -17,13 +17,16 @@ public struct NewsPreparer: RecordPreparer {
     let categoryPriority: [String: Priority]
     /// Seconds after its Kafka timestamp an item without `expiresAt` may still go; nil: no bound.
     let maxAge: Double?
+    /// Takes the canary topic's records, when the canary is on.
+    let canary: Canary?
 
     public init(categories: Categories, maxMessageBytes: Int, delivered: DeliveredSends, metrics: PipelineMetrics, logger: Logger,
-                categoryPriority: [String: Priority] = [:], maxAge: Duration? = nil,
+                categoryPriority: [String: Priority] = [:], maxAge: Duration? = nil, canary: Canary? = nil,
                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.categories = categories
         self.categoryPriority = categoryPriority
         self.maxAge = maxAge?.inSeconds
+        self.canary = canary
         decoder = NewsItemDecoder(maxMessageBytes: maxMessageBytes)
         self.delivered = delivered
         self.metrics = metrics
@@ -33,6 +36,7 @@ public struct NewsPreparer: RecordPreparer {
 
     public mutating func prepare(_ message: KafkaMessage) -> PipelineEngine<NewsSend>.Work {
         metrics.consumed.increment()
+        if let canary, message.topic == canary.configuration.topic { return canary.work(for: message) }
         let topicCategory = categories.category(forTopic: message.topic)
         let item: NewsItem
         do {

@@ -13,6 +13,8 @@ public struct NewsSend: Sendable {
     /// Epoch seconds from which it may no longer go (its `expiresAt`, or its Kafka timestamp plus
     /// the maximum age); nil: no bound.
     public let staleAt: Double?
+    /// A canary: its outcome goes to the canary, never to the dead letters or the news metrics.
+    public let isCanary: Bool
     /// The (item, audience) pair as 64 bits, for the delivered-sends window: it holds 100,000 of
     /// them, and as strings they were a few megabytes and two allocations per send. Two different
     /// pairs share a key with odds of about 1 in 10¹⁴ per item over a full window (a send skipped
@@ -21,13 +23,14 @@ public struct NewsSend: Sendable {
     let deliveryKey: Int
 
     public init(planned: PlannedSend, itemID: String, category: String, source: KafkaMessage, priority: Priority = .normal,
-                staleAt: Double? = nil) {
+                staleAt: Double? = nil, isCanary: Bool = false) {
         self.planned = planned
         self.itemID = itemID
         self.category = category
         self.source = source
         self.priority = priority
         self.staleAt = staleAt
+        self.isCanary = isCanary
         var hasher = Hasher()
         hasher.combine(itemID)
         hasher.combine(planned.tagExpression)

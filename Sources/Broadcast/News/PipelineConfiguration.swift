@@ -34,6 +34,8 @@ public struct PipelineConfiguration: Sendable {
     /// Stop once no message has arrived for this long and nothing is in flight (demo, tests,
     /// benchmarks); nil runs until shut down.
     public var stopWhenIdle: Duration?
+    /// The canary topic, consumed beside the categories' when the canary is on.
+    public var canaryTopic: String?
 
     public init(categories: Categories) {
         self.categories = categories

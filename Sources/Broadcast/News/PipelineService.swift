@@ -11,7 +11,7 @@ public enum PipelineService {
     /// The consumer's settings for the pipeline: a few batches buffered (librdkafka's own queue
     /// is the deep buffer).
     public static func consumerConfiguration(kafka: KafkaConfiguration, groupID: String, configuration: PipelineConfiguration) -> KafkaConsumerConfiguration {
-        var consumer = KafkaConsumerConfiguration(kafka: kafka, groupID: groupID, topics: configuration.categories.topics)
+        var consumer = KafkaConsumerConfiguration(kafka: kafka, groupID: groupID, topics: configuration.categories.topics + (configuration.canaryTopic.map { [$0] } ?? []))
         consumer.bufferCapacity = max(configuration.batchSize * 4, 2000)
         consumer.fetchWaitMaxMs = configuration.fetchWaitMs
         return consumer
@@ -31,11 +31,18 @@ public enum PipelineService {
     }
 
     public static func pipeline(source: any RecordSource, sender: HubSender, deadLetters: any DeadLetterSink, quota: QuotaSharing? = nil,
-                                configuration: PipelineConfiguration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
+                                canary: Canary? = nil, configuration: PipelineConfiguration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
                                 logger: Logger) -> NewsPipeline {
         let preparer = NewsPreparer(categories: configuration.categories, maxMessageBytes: configuration.maxMessageBytes,
                                     delivered: sender.delivered, metrics: metrics, logger: logger,
-                                    categoryPriority: configuration.categoryPriority, maxAge: configuration.maxAge)
+                                    categoryPriority: configuration.categoryPriority, maxAge: configuration.maxAge, canary: canary)
+        var observer = observer
+        if let canary {
+            sender.attach(canary)
+            let toldAvailable = observer.hubAvailable, toldUnavailable = observer.hubUnavailable
+            observer.hubAvailable = { toldAvailable(); canary.hubAvailable() }
+            observer.hubUnavailable = { toldUnavailable($0); canary.hubUnavailable() }
+        }
         return Pipeline(source: source, preparer: preparer, sender: sender, deadLetters: deadLetters, quota: quota,
                         configuration: shell(configuration), metrics: metrics, observer: observer, logger: logger, clock: ContinuousClock())
     }

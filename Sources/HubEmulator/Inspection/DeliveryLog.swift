@@ -40,6 +40,11 @@ public final class DeliveryLog: Sendable {
 
     var records: [Record] { state.withLock { $0.records } }
 
+    /// The record of one send, while the log still holds it (ids grow with time: search from the newest).
+    func record(notificationID: Int) -> Record? {
+        state.withLock { s in s.records.last { $0.notificationID == notificationID } }
+    }
+
     func newNotificationID() -> Int { nextID.add(1, ordering: .relaxed).oldValue }
 
     func recordSend(_ record: Record) {

@@ -10,8 +10,8 @@ struct DevBrokerCommand: AsyncParsableCommand {
         commandName: "dev-broker",
         abstract: "Run an in-memory Kafka broker on loopback (librdkafka's mock cluster) for development and tests.",
         discussion: """
-            Prints its bootstrap address as the first line on stdout, creates the category topics, the quota topic and the \
-            dead-letter topic, and runs until SIGINT or SIGTERM. Everything is kept in memory and lost at exit: \
+            Prints its bootstrap address as the first line on stdout, creates the category topics, the quota topic, the \
+            canary topic and the dead-letter topic, and runs until SIGINT or SIGTERM. Everything is kept in memory and lost at exit: \
             never point production traffic at it.
             """
     )
@@ -42,6 +42,8 @@ struct DevBrokerCommand: AsyncParsableCommand {
         topics[settings.string(dlqTopic, "dlq-topic", default: "news.deadletter")] = partitionCount
         // Where `run` instances share a hub's quota (a few reports a second: one partition).
         topics[QuotaSharing.defaultTopic] = 1
+        // Canary requests and results: one partition, so one instance of a group sends them.
+        topics[Canary.defaultTopic] = 1
 
         let broker: DevBroker
         do {

@@ -22,7 +22,8 @@ struct RunCommand: AsyncParsableCommand {
             and runs them through a bounded worker pool paced to the hub's quota. Offsets are committed only below items that \
             are completely done (at-least-once). When the hub itself fails (credentials refused, TLS, no answer) \
             sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it. Metrics: one \
-            JSON object per --metrics-interval on stdout and a final one at exit; logs on stderr. SIGTERM/SIGINT: stop \
+            JSON object per --metrics-interval on stdout and a final one at exit (with the canary on, also one line \
+            per canary); logs on stderr. SIGTERM/SIGINT: stop \
             consuming, drain for at most --drain-timeout, commit, exit 0; a second signal finishes at once (finished \
             work still committed).
             """
@@ -33,6 +34,7 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var categoryOptions: CategoryOptions
     @OptionGroup var hubOptions: HubOptions
     @OptionGroup var pipelineOptions: PipelineOptions
+    @OptionGroup var canaryOptions: CanaryOptions
     @OptionGroup var http: HTTPOptions
     @OptionGroup var legacyPrometheus: LegacyPrometheusOptions
 
@@ -45,8 +47,16 @@ struct RunCommand: AsyncParsableCommand {
         let categories = try categoryOptions.resolve(settings)
         let kafkaConfig = try kafka.configuration(settings)
         let (hubConfig, hubTransport) = try hubOptions.configuration(settings)
-        let pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
+        var pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
         let quotaTopic = try pipelineOptions.quotaTopic(settings)
+        let instance = QuotaSharing.uniqueInstance()
+        let canaryConfig = try canaryOptions.configuration(settings, instance: instance, group: pipelineOptions.groupID(settings))
+        if let canaryConfig {
+            guard categories.category(forTopic: canaryConfig.topic) == nil else {
+                throw CLIError.usage("--canary-topic: \(canaryConfig.topic) is a category's topic; the canary needs a topic of its own")
+            }
+            pipelineConfig.canaryTopic = canaryConfig.topic
+        }
         let timeout = try kafka.timeout(settings)
         let endpoint = try http.endpoint(settings, legacy: legacyPrometheus, logger: logger)
 
@@ -79,7 +89,6 @@ struct RunCommand: AsyncParsableCommand {
         let quotaExchange: KafkaQuotaExchange?
         var quota: QuotaSharing?
         if let topic = quotaTopic {
-            let instance = QuotaSharing.uniqueInstance()
             do {
                 quotaExchange = try KafkaQuotaExchange(kafka: kafkaConfig, topic: topic, instance: instance, logger: logger)
             } catch {
@@ -89,14 +98,34 @@ struct RunCommand: AsyncParsableCommand {
         } else {
             quotaExchange = nil
         }
+        var canary: Canary?
+        var canaryProducer: KafkaProducer?
+        if let canaryConfig {
+            let producer: KafkaProducer
+            do {
+                producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafkaConfig), logger: logger)
+            } catch {
+                throw CLIError.usage("Kafka configuration: \(error)")
+            }
+            try await CanaryTopicOption.requireTopic(canaryConfig.topic, producer: producer, kafka: kafkaConfig, timeout: timeout)
+            canaryProducer = producer
+            var telemetryConfig = hubConfig
+            telemetryConfig.retry.maxAttempts = 1
+            let telemetry = NotificationHubClient(configuration: telemetryConfig, transport: CurlTransport(configuration: hubTransport, logger: logger),
+                                                  logger: logger)
+            canary = Canary(configuration: canaryConfig,
+                            seams: .live(topic: canaryConfig.topic, producer: producer, consumer: consumer, client: telemetry), logger: logger)
+        }
         let pipeline = PipelineService.pipeline(source: health.watching(consumer), sender: sender, deadLetters: health.watching(deadLetters),
-                                                quota: quota, configuration: pipelineConfig, metrics: pipelineMetrics,
+                                                quota: quota, canary: canary, configuration: pipelineConfig, metrics: pipelineMetrics,
                                                 observer: health.pipelineObserver, logger: logger)
 
         let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
         var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // Before the pipeline in the group, so it stops after it: the pipeline's leaving report goes out.
         if let quotaExchange { extra.append(.init(service: quotaExchange)) }
+        // Likewise: the results of canaries the pipeline finishes while it drains are still written.
+        if let canary { extra.append(.init(service: canary)) }
         if let endpoint {
             extra.append(.init(service: OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger,
                                                          exposition: prometheus.exposition)))
@@ -114,8 +143,10 @@ struct RunCommand: AsyncParsableCommand {
         // The engine bounds the drain itself; this is the backstop should anything else hang.
         groupConfig.maximumGracefulShutdownDuration = pipelineConfig.drainTimeout + .seconds(10)
         let group = ServiceGroup(configuration: groupConfig)
-        try await ShutdownSignals.run(group, secondSignal: { pipeline.requestShutdown() }, logger: logger)
+        try await ShutdownSignals.run(group, firstSignal: { [canary] in canary?.stopAsking() }, secondSignal: { pipeline.requestShutdown() },
+                                      logger: logger)
         try? await dlqProducer?.close()
+        try? await canaryProducer?.close(timeout: .seconds(5))
         printer.printFinal(elapsed: ContinuousClock.now - started)
     }
 }

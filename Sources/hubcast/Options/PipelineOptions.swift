@@ -117,13 +117,7 @@ struct PipelineOptions: ParsableArguments {
     func quotaTopic(_ settings: Settings) throws(CLIError) -> String? {
         let topic = settings.string(quotaTopic, "quota-topic", default: QuotaSharing.defaultTopic)
         guard topic != "none" else { return nil }
-        let legal = topic.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
-        }
-        guard legal, !topic.isEmpty, topic.utf8.count <= 249, topic != ".", topic != ".." else {
-            throw .usage("--quota-topic: \(LegibleText.quoted(topic)) is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249) nor none")
-        }
-        return topic
+        return try Settings.topicName(topic, flag: "quota-topic", or: " nor none")
     }
 
     func interval(_ settings: Settings) throws(CLIError) -> Duration {

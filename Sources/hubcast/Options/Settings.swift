@@ -153,6 +153,17 @@ struct Settings {
         return reader.string(forKey: Self.key(name), isSecret: true)
     }
 
+    /// `topic` if Kafka would take it as a topic name; `alternatives` ends the error's list of what else is allowed.
+    static func topicName(_ topic: String, flag: String, or alternatives: String = "") throws(CLIError) -> String {
+        let legal = topic.utf8.allSatisfy { c in
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
+        }
+        guard legal, !topic.isEmpty, topic.utf8.count <= 249, topic != ".", topic != ".." else {
+            throw .usage("--\(flag): \(LegibleText.quoted(topic)) is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)\(alternatives)")
+        }
+        return topic
+    }
+
     /// Where a setting came from, for error messages.
     func source(of name: String) -> String {
         environment[Self.environmentName(name)] != nil ? Self.environmentName(name) : "\(name) in \(filePath.map(LegibleText.sanitized) ?? "the config file")"
