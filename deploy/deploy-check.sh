@@ -6,10 +6,13 @@
 #   check-jsonschema          deploy/compose.yaml against the Compose specification's schema (vendored)
 #   yamllint                  compose and Kubernetes YAML
 #   systemd-analyze           deploy/systemd/hubcast.service: verify, and its sandbox's exposure score
-#   consistency               stop deadlines above the drain timeout, in all three platforms
+#   consistency               the files read together: stop deadlines above the drain timeout (all three
+#                             platforms), probes on ports the commands open, PDB eviction policy, KEDA's
+#                             broker names, Kafka's data on its volume, users files, no secret in the unit
 #   docs-steps                docs/deploy.md's steps against the files: Secrets after their namespace and
 #                             before `apply -k`, with the names and keys the manifests read; the image
-#                             compose runs is the one the guide builds; systemd's files where they go
+#                             compose runs is the one the guide builds, and its secret files made;
+#                             systemd's unit, env file and credentials where they go
 # Usage: deploy/deploy-check.sh [--root DIR] [--only NAME]...   (DIR: a copy of deploy/, for the self-test)
 # The linters go into .build-deploycheck/venv (PyPI, pinned in deploy/check/requirements.txt).
 # Vendored schemas (deploy/check/schemas/): compose-spec.json is compose-spec/compose-spec's

@@ -31,6 +31,8 @@ public final class HealthMonitor: Sendable {
     public func hubAvailable() { state.withLock { $0.hubAvailable() } }
     public func deadLetterWriteFailed(reason: String) { state.withLock { $0.deadLetterWriteFailed(reason: reason) } }
     public func deadLetterWritten() { state.withLock { $0.deadLetterWritten() } }
+    public func storeFailed(reason: String) { state.withLock { $0.storeFailed(reason: reason) } }
+    public func storeAnswered() { state.withLock { $0.storeAnswered() } }
 
     public func liveness() -> HealthState.Verdict {
         let now = self.now
@@ -48,12 +50,13 @@ public final class HealthMonitor: Sendable {
 }
 
 extension HealthState.Verdict {
-    /// The probe's body: `{"healthy":…,"reasons":[…],"checks":{"name":{"passed":…,"detail":…}}}`.
+    /// The probe's body: `{"healthy":…,"reasons":[…],"notes":[…],"checks":{"name":{"passed":…,"detail":…,"decides":…}}}`.
     public var json: String {
         let body: [String: Any] = [
             "healthy": healthy,
             "reasons": reasons,
-            "checks": Dictionary(checks.map { ($0.name, ["passed": $0.passed, "detail": $0.detail] as [String: Any]) },
+            "notes": notes,
+            "checks": Dictionary(checks.map { ($0.name, ["passed": $0.passed, "detail": $0.detail, "decides": $0.decides] as [String: Any]) },
                                  uniquingKeysWith: { first, _ in first }),
         ]
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data("{}".utf8)

@@ -5,13 +5,18 @@ import Kafka
 /// shell that stamps events with the time and guards the value.
 ///
 /// Alive: the consumer's poll loop turned within `pollStallLimit` (librdkafka's loop turns every
-/// 100 ms even when idle, so a longer stop means a hung thread). Ready: alive, and partitions owned
-/// or a join under way, the hub taking sends (the engine's own verdict), the dead-letter sink
-/// storing records.
+/// 100 ms even when idle, so a longer stop means a hung thread). Ready: this process can do its
+/// work now: alive, the dead-letter sink storing records, the store answering (the backend). A
+/// member without partitions is ready (a rollout's surge pod, a group with more members than
+/// partitions): it takes its share at the next rebalance. The hub's state is said in both bodies
+/// but decides neither: an outage is the hub's, and an unready fleet would only block rollouts
+/// and node drains for its length.
 public struct HealthState: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         /// Whether there is a consumer whose poll loop and partitions count (`run`: yes; the emulator: no).
         public var consumes: Bool
+        /// Whether a store must answer for the process to be ready (the backend).
+        public var usesStore = false
         /// A poll loop that has not turned for this long is taken as hung. Generous: a liveness
         /// failure restarts the process, which costs a rebalance.
         public var pollStallLimit: Duration = .seconds(30)
@@ -21,19 +26,23 @@ public struct HealthState: Sendable, Equatable {
         }
     }
 
-    /// One check's outcome: `detail` is safe to show (no secret, no payload).
+    /// One check's outcome: `detail` is safe to show (no secret, no payload). `decides`: false for
+    /// what the body reports without it deciding the verdict (the hub).
     public struct Check: Sendable, Equatable {
         public var name: String
         public var passed: Bool
         public var detail: String
+        public var decides = true
     }
 
-    /// A probe's answer: healthy only if every check passed.
+    /// A probe's answer: healthy only if every deciding check passed.
     public struct Verdict: Sendable, Equatable {
         public var checks: [Check]
-        public var healthy: Bool { checks.allSatisfy(\.passed) }
-        /// The failed checks, as `name: detail`.
-        public var reasons: [String] { checks.filter { !$0.passed }.map { "\($0.name): \($0.detail)" } }
+        public var healthy: Bool { checks.allSatisfy { $0.passed || !$0.decides } }
+        /// The failed deciding checks, as `name: detail`.
+        public var reasons: [String] { checks.filter { !$0.passed && $0.decides }.map { "\($0.name): \($0.detail)" } }
+        /// The failed checks that do not decide, as `name: detail`.
+        public var notes: [String] { checks.filter { !$0.passed && !$0.decides }.map { "\($0.name): \($0.detail)" } }
     }
 
     public let configuration: Configuration
@@ -43,6 +52,7 @@ public struct HealthState: Sendable, Equatable {
     private var joining = true
     private var hubUnavailableReason: String?
     private var deadLetterFailure: String?
+    private var storeFailure: String?
     private var pollTurns: UInt64?
     private var lastPollProgressAt: Duration
 
@@ -50,6 +60,8 @@ public struct HealthState: Sendable, Equatable {
     public init(configuration: Configuration, now: Duration) {
         self.configuration = configuration
         lastPollProgressAt = now
+        // Ready once the store has answered, not before it was asked.
+        if configuration.usesStore { storeFailure = "not checked yet" }
     }
 
     // MARK: Events
@@ -90,29 +102,44 @@ public struct HealthState: Sendable, Equatable {
         deadLetterFailure = nil
     }
 
+    public mutating func storeFailed(reason: String) {
+        storeFailure = reason
+    }
+
+    public mutating func storeAnswered() {
+        storeFailure = nil
+    }
+
     // MARK: Verdicts
 
-    /// `GET /healthz`: the process is alive and its poll loop turns.
+    /// `GET /healthz`: the process is alive and its poll loop turns (the hub's state said, not deciding).
     public func liveness(now: Duration) -> Verdict {
         guard configuration.consumes else { return Verdict(checks: [Check(name: "process", passed: true, detail: "running")]) }
         let still = now - lastPollProgressAt
         return Verdict(checks: [Check(name: "pollLoop", passed: still <= configuration.pollStallLimit,
-                                      detail: still <= configuration.pollStallLimit ? "turning" : "no turn for \(still.components.seconds) s")])
+                                      detail: still <= configuration.pollStallLimit ? "turning" : "no turn for \(still.components.seconds) s"),
+                                hubCheck])
     }
 
-    /// `GET /readyz`: alive, and able to do its work.
+    /// `GET /readyz`: alive, and able to do its work now.
     public func readiness(now: Duration) -> Verdict {
         var checks = liveness(now: now).checks
+        if configuration.usesStore {
+            checks.append(storeFailure.map { Check(name: "store", passed: false, detail: "not answering: \($0)") }
+                          ?? Check(name: "store", passed: true, detail: "answering"))
+        }
         guard configuration.consumes else { return Verdict(checks: checks) }
-        let partitions = owned.isEmpty
-            ? (joining ? Check(name: "partitions", passed: true, detail: "joining the group")
-                       : Check(name: "partitions", passed: false, detail: "none assigned"))
-            : Check(name: "partitions", passed: true, detail: "\(owned.count) assigned")
-        checks.append(partitions)
-        checks.append(hubUnavailableReason.map { Check(name: "hub", passed: false, detail: "unavailable: \($0)") }
-                      ?? Check(name: "hub", passed: true, detail: "available"))
+        checks.append(Check(name: "partitions", passed: true, detail: owned.isEmpty
+            ? (joining ? "joining the group" : "none assigned: idle until the next rebalance gives it some")
+            : "\(owned.count) assigned"))
         checks.append(deadLetterFailure.map { Check(name: "deadLetters", passed: false, detail: "write failed: \($0)") }
                       ?? Check(name: "deadLetters", passed: true, detail: "writable"))
         return Verdict(checks: checks)
+    }
+
+    /// The hub as the engine last judged it: reported, never deciding.
+    private var hubCheck: Check {
+        hubUnavailableReason.map { Check(name: "hub", passed: false, detail: "unavailable: \($0)", decides: false) }
+            ?? Check(name: "hub", passed: true, detail: "available", decides: false)
     }
 }

@@ -17,6 +17,7 @@ public struct PrometheusMetrics: Sendable {
         "hubcast_send_latency": ("hubcast_send_latency_seconds",
                                  [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]),
         "hubcast_end_to_end_latency": ("hubcast_end_to_end_latency_seconds", longWaitBuckets),
+        "hubcast_backend_store_ping": ("hubcast_backend_store_ping_seconds", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
         // A canary takes up to its interval, which may be minutes.
         "hubcast_canary_e2e": ("hubcast_canary_e2e_seconds", longWaitBuckets),
     ]

@@ -32,7 +32,6 @@ import Testing
             let existed = state.withLock { $0.registrations.removeValue(forKey: id) != nil }
             if !existed { throw HubError(status: 404, description: "not found") }
         }
-        func ping() async throws(HubError) {}
     }
 
     struct NoPublisher: ItemPublisher {

@@ -234,6 +234,56 @@ import TestSupport
 /// Failed logins are counted in PostgreSQL: wrong passwords alternating between two instances lock
 /// the user out at the same 10th failure as one instance would, on both.
 @Suite struct SharedLockoutTests {
+    /// `--http-port`: the probes and `/metrics` on a port of their own, as `run` has them. Ready
+    /// while the store answers, whatever the hub does; requests and failed logins counted.
+    @Test func theOperationsPortProbesTheStoreNotTheHubAndCountsRequests() async throws {
+        let harness = try await BackendHarness(store: .postgres)
+        defer { harness.stop() }
+        let port = freeLoopbackPort()
+        let api = try harness.startBackend(["--no-consumer", "--http-port", String(port)])
+        let operations = "http://127.0.0.1:\(port)"
+        #expect(try await HTTP.call("GET", operations + "/readyz").status == 200)
+        _ = try await HTTP.call("GET", api + "/api/notifications/1", auth: BackendHarness.basic("bob", "a-wrong-guess"))
+        _ = try await HTTP.call("GET", api + "/api/notifications/1", auth: BackendHarness.basic("bob"))
+        let metrics = try await HTTP.call("GET", operations + "/metrics").body
+        #expect(metrics.contains("hubcast_backend_login_failures 1"), "\(metrics)")
+        #expect(metrics.contains(#"hb_requests{http_route="/api/notifications/{id}",http_request_method="GET",http_response_status_code="401"} 1"#),
+                "\(metrics)")
+        #expect(metrics.contains("hubcast_backend_store_ping_seconds_count"), "\(metrics)")
+
+        // The hub refuses everything: still ready, on both ports (the API's /readyz no longer asks the hub).
+        _ = try await ChildProcess.run("curl", ["-sf", "-X", "POST", "--data", #"{"status":401}"#, harness.emulatorBase + "_emulator/faults"])
+        #expect(try await HTTP.call("GET", operations + "/readyz").status == 200)
+        #expect(try await HTTP.call("GET", api + "/readyz").status == 200)
+
+        // The store stops: not ready, saying why; alive all the same.
+        harness.postgres?.stop()
+        let unready = try await poll(every: .milliseconds(200), timeout: .seconds(60)) {
+            let answer = try await HTTP.call("GET", operations + "/readyz")
+            return answer.status == 503 ? answer : nil
+        }
+        let answer = try #require(unready, "/readyz stayed ready with the store stopped")
+        #expect((answer.json?["reasons"] as? [String])?.first?.hasPrefix("store: not answering") == true, "\(answer.body)")
+        #expect(try await HTTP.call("GET", operations + "/healthz").status == 200)
+    }
+
+    /// Behind a proxy every client comes from the proxy's address: with it trusted, the per-address
+    /// lockout counts the forwarded client, so one guesser does not lock everyone out.
+    @Test func behindATrustedProxyTheLockoutCountsTheForwardedClient() async throws {
+        let harness = try await BackendHarness(store: .sqlite)
+        defer { harness.stop() }
+        let api = try harness.startBackend(["--no-consumer", "--trusted-proxies", "127.0.0.1", "--max-failed-logins-per-address", "3"])
+        let guesser = ["X-Forwarded-For: 203.0.113.9", "X-Forwarded-Proto: https"]
+        var statuses: [Int] = []
+        for name in ["alice", "bob", "carol", "alice"] {
+            statuses.append(try await HTTP.call("GET", api + "/api/notifications/1", auth: BackendHarness.basic(name, "a-wrong-guess"), headers: guesser).status)
+        }
+        #expect(statuses == [401, 401, 401, 429], "\(statuses)")
+        let reader = try await HTTP.call("GET", api + "/api/notifications/1", auth: BackendHarness.basic("bob"),
+                                         headers: ["X-Forwarded-For: 198.51.100.20", "X-Forwarded-Proto: https"])
+        #expect(reader.status == 404, "another client behind the same proxy is not locked out: \(reader.status) \(reader.body)")
+    }
+
     @Test func failedLoginsCountAcrossInstances() async throws {
         let harness = try await BackendHarness(store: .postgres)
         defer { harness.stop() }

@@ -98,3 +98,34 @@ import Testing
         }
     }
 }
+
+/// Whose word on the client's address and scheme is believed.
+@Suite struct TrustedProxiesTests {
+    @Test func onlyATrustedPeersForwardingHeadersCount() throws {
+        let proxies = try TrustedProxies(parsing: "10.0.0.0/8, 192.168.1.7, fd00::/8")
+        #expect(proxies.contains("10.200.3.4") && proxies.contains("192.168.1.7") && proxies.contains("fd12::1"))
+        #expect(!proxies.contains("192.168.1.8") && !proxies.contains("11.0.0.1") && !proxies.contains("not-an-address"))
+        #expect(proxies.contains("::ffff:10.1.1.1"), "an IPv4-mapped peer is the IPv4 address")
+        // From a trusted proxy: the rightmost untrusted hop is the client; https as the proxy says.
+        let through = proxies.origin(peer: "10.1.1.1", forwardedFor: ["198.51.100.7, 203.0.113.9", "10.2.2.2"], forwardedProto: ["https"])
+        #expect(through.address == "203.0.113.9" && through.tls)
+        // From anyone else the headers are the client's own words: ignored.
+        let direct = proxies.origin(peer: "203.0.113.50", forwardedFor: ["1.2.3.4"], forwardedProto: ["https"])
+        #expect(direct.address == "203.0.113.50" && !direct.tls)
+        // Garbage in the header is not an address.
+        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["<script>"], forwardedProto: ["http"]) == (address: "10.1.1.1", tls: false))
+        #expect(TrustedProxies().origin(peer: "10.1.1.1", forwardedFor: ["1.2.3.4"], forwardedProto: ["https"]).address == "10.1.1.1")
+        // Ports as load balancers write them; one spelling per address.
+        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["203.0.113.9:4711"], forwardedProto: []).address == "203.0.113.9")
+        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["[2001:DB8::1]:443"], forwardedProto: []).address == "2001:db8::1")
+        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["::ffff:203.0.113.9"], forwardedProto: []).address == "203.0.113.9")
+        // Every hop trusted: the nearest, never one further left that the client could have written.
+        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["10.9.9.9, 10.2.2.2"], forwardedProto: []).address == "10.2.2.2")
+    }
+
+    @Test func badListsAreRefusedNamingTheEntry() {
+        for bad in ["10.0.0.0/33", "fd00::/129", "10.0.0", "example.com", "10.0.0.0/x"] {
+            #expect { try TrustedProxies(parsing: bad) } throws: { ($0 as? TrustedProxies.Invalid)?.description.contains(bad.split(separator: "/").first.map(String.init) ?? bad) == true }
+        }
+    }
+}

@@ -8,7 +8,7 @@ import Testing
 
     static func consumer() -> HealthState { HealthState(configuration: .init(consumes: true), now: .zero) }
 
-    static func failed(_ verdict: HealthState.Verdict) -> [String] { verdict.checks.filter { !$0.passed }.map(\.name) }
+    static func failed(_ verdict: HealthState.Verdict) -> [String] { verdict.checks.filter { !$0.passed && $0.decides }.map(\.name) }
 
     @Test func aMemberThatIsJoiningIsReady() {
         let state = Self.consumer()
@@ -16,13 +16,14 @@ import Testing
         #expect(state.readiness(now: .seconds(1)).checks.first { $0.name == "partitions" }?.detail == "joining the group")
     }
 
-    @Test func anEmptyAssignmentMakesTheMemberUnreadyUntilItGetsPartitions() {
+    @Test func aMemberWithoutPartitionsIsReadySoARolloutsSurgePodCanFinish() {
         var state = Self.consumer()
         state.assigned([])
-        #expect(Self.failed(state.readiness(now: .zero)) == ["partitions"])
-        #expect(state.liveness(now: .zero).healthy, "a member without partitions is still alive")
+        let idle = state.readiness(now: .zero)
+        #expect(idle.healthy)
+        #expect(idle.checks.first { $0.name == "partitions" }?.detail.hasPrefix("none assigned") == true)
         state.assigned([Self.world0])
-        #expect(state.readiness(now: .zero).healthy)
+        #expect(state.readiness(now: .zero).checks.first { $0.name == "partitions" }?.detail == "1 assigned")
     }
 
     @Test func losingEveryPartitionIsARebalanceUnderWayNotUnreadiness() {
@@ -32,20 +33,36 @@ import Testing
         #expect(state.readiness(now: .zero).healthy)
         state.revoked([Self.world1])
         #expect(state.readiness(now: .zero).healthy, "eager rebalance: everything goes, then comes back")
-        // Cooperative rebalance that leaves this member nothing: an empty assignment ends the join.
+        // Cooperative rebalance that leaves this member nothing: still ready, idle.
         state.assigned([])
-        #expect(Self.failed(state.readiness(now: .zero)) == ["partitions"])
+        #expect(state.readiness(now: .zero).healthy)
     }
 
-    @Test func theHubsStateFollowsTheEngineReports() {
+    @Test func theHubsStateIsSaidInBothProbesButDecidesNeither() {
         var state = Self.consumer()
         state.assigned([Self.world0])
         state.hubUnavailable(reason: "HTTP 401")
-        let unready = state.readiness(now: .zero)
-        #expect(!unready.healthy)
-        #expect(unready.reasons == ["hub: unavailable: HTTP 401"])
-        #expect(state.liveness(now: .zero).healthy, "an unavailable hub is no reason to restart the process")
+        for verdict in [state.readiness(now: .zero), state.liveness(now: .zero)] {
+            #expect(verdict.healthy, "an outage of the hub is no reason to restart the process, nor to hold up a rollout or a drain")
+            #expect(verdict.reasons.isEmpty)
+            #expect(verdict.notes == ["hub: unavailable: HTTP 401"])
+            #expect(verdict.json.contains(#""notes":["hub: unavailable: HTTP 401"]"#), "\(verdict.json)")
+        }
         state.hubAvailable()
+        #expect(state.readiness(now: .zero).notes.isEmpty)
+    }
+
+    @Test func aStoreThatDoesNotAnswerMakesTheBackendUnready() {
+        var config = HealthState.Configuration(consumes: false)
+        config.usesStore = true
+        var state = HealthState(configuration: config, now: .zero)
+        #expect(state.readiness(now: .zero).reasons == ["store: not answering: not checked yet"], "not ready before the store was asked")
+        state.storeAnswered()
+        #expect(state.readiness(now: .zero).healthy)
+        state.storeFailed(reason: "connection refused")
+        #expect(state.readiness(now: .zero).reasons == ["store: not answering: connection refused"])
+        #expect(state.liveness(now: .zero).healthy, "alive all the same")
+        state.storeAnswered()
         #expect(state.readiness(now: .zero).healthy)
     }
 
@@ -90,6 +107,9 @@ import Testing
         state.assigned([])
         state.hubUnavailable(reason: "connection refused")
         state.deadLetterWriteFailed(reason: "broker down")
-        #expect(Self.failed(state.readiness(now: .zero)) == ["partitions", "hub", "deadLetters"])
+        state.polled(turns: 1, now: .zero)
+        let limit = state.configuration.pollStallLimit + .seconds(1)
+        #expect(state.readiness(now: limit).reasons == ["pollLoop: no turn for 31 s", "deadLetters: write failed: broker down"])
+        #expect(state.readiness(now: limit).notes == ["hub: unavailable: connection refused"])
     }
 }

@@ -26,7 +26,10 @@ import Testing
     }
 
     @Test func probesAnswer200WithTheirChecksAnd503WithTheReason() async throws {
-        let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: Self.turning())
+        var config = HealthState.Configuration(consumes: true)
+        config.usesStore = true
+        let health = HealthMonitor(configuration: config, pollTurns: Self.turning())
+        health.storeAnswered()
         try await Self.app(health).test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { response in
                 #expect(response.status == .ok)
@@ -36,21 +39,24 @@ import Testing
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType] == "application/json")
             }
-            health.hubUnavailable(reason: "connection refused")
+            health.storeFailed(reason: "connection refused")
             try await client.execute(uri: "/readyz", method: .get) { response in
                 #expect(response.status == .serviceUnavailable)
                 let body = Self.body(response)
                 #expect(body["healthy"] as? Bool == false)
-                #expect(body["reasons"] as? [String] == ["hub: unavailable: connection refused"])
-                let hub = (body["checks"] as? [String: Any])?["hub"] as? [String: Any]
-                #expect(hub?["passed"] as? Bool == false)
+                #expect(body["reasons"] as? [String] == ["store: not answering: connection refused"])
+                let store = (body["checks"] as? [String: Any])?["store"] as? [String: Any]
+                #expect(store?["passed"] as? Bool == false)
             }
-            try await client.execute(uri: "/healthz", method: .get) { response in
-                #expect(response.status == .ok, "the hub's outage is not the process's death")
-            }
-            health.hubAvailable()
-            try await client.execute(uri: "/readyz", method: .get) { response in
-                #expect(response.status == .ok)
+            health.storeAnswered()
+            // The hub's outage is said, and decides nothing: not the process's death, nor a reason
+            // to hold a rollout or a drain.
+            health.hubUnavailable(reason: "connection refused")
+            for probe in ["/healthz", "/readyz"] {
+                try await client.execute(uri: probe, method: .get) { response in
+                    #expect(response.status == .ok)
+                    #expect(Self.body(response)["notes"] as? [String] == ["hub: unavailable: connection refused"])
+                }
             }
         }
     }
@@ -75,7 +81,8 @@ import Testing
             onRevoke: { p in [TopicPartitionOffset(p[0], offset: 7)] }))
         let partition = TopicPartition(topic: "news.world", partition: 0)
         base.handlers.withLock { $0 }?.onAssign([])
-        #expect(!health.readiness().healthy, "assigned nothing")
+        #expect(health.readiness().healthy, "assigned nothing: idle, and ready")
+        #expect(health.readiness().checks.first { $0.name == "partitions" }?.detail.hasPrefix("none assigned") == true)
         base.handlers.withLock { $0 }?.onAssign([partition])
         #expect(health.readiness().healthy)
         #expect(seen.withLock { $0 } == [partition])

@@ -7,7 +7,8 @@ Reads docs/deploy.md (next to the deploy/ folder given) and checks, per platform
   manifests use, every Secret a manifest needs is created by the steps, and `kubectl apply -k`
   comes after the Secrets;
 - Compose: the image the guide builds is the image compose.yaml runs by default;
-- systemd: the guide installs the unit where systemd reads it, and the env file the unit reads.
+- Compose: every secret file compose.yaml reads is one the guide says how to make;
+- systemd: the guide installs the unit where systemd reads it, and the env file and credentials the unit reads.
 Usage: docs_steps.py DEPLOY_DIR
 """
 import pathlib
@@ -114,12 +115,21 @@ def check_compose(root, guide, problems):
         problems.append(f"compose.yaml: expected one default hubcast image, found {sorted(runs)}")
     elif not built or built != runs:
         problems.append(f"docs/deploy.md: builds {sorted(built)}, compose.yaml runs {sorted(runs)}")
+    for name, secret in (compose.get("secrets") or {}).items():
+        if not secret.get("file"):
+            continue  # from the environment or external: nothing for the guide to make
+        path = "deploy/" + str(secret["file"]).removeprefix("./")
+        if path not in guide:
+            problems.append(f"compose.yaml: the secret {name} is read from {path}, which docs/deploy.md never says how to make")
 
 
 def check_systemd(root, guide, problems):
     unit = (root / "systemd" / "hubcast.service").read_text()
     env_files = {line.split("=", 1)[1].lstrip("-") for line in unit.splitlines() if line.startswith("EnvironmentFile=")}
-    for env_file in env_files:
+    # LoadCredential=ID:PATH names a file to make; LoadCredential=ID alone reads systemd's credential store.
+    credentials = {line.split("=", 1)[1].split(":", 1)[1] for line in unit.splitlines()
+                   if line.startswith("LoadCredential=") and ":" in line.split("=", 1)[1]}
+    for env_file in sorted(env_files | credentials):
         if env_file not in unit.split("[Unit]")[0] and env_file not in guide:
             problems.append(f"systemd: the unit reads {env_file}, which neither its install steps nor docs/deploy.md create")
     if "/etc/systemd/system/" not in unit.split("[Unit]")[0]:

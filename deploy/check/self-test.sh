@@ -56,12 +56,32 @@ expect_failure systemd-security systemd/hubcast.service \
   "a unit without its sandbox"
 expect_failure consistency k8s/run-deployment.yaml \
   's/terminationGracePeriodSeconds: 45/terminationGracePeriodSeconds: 30/' "a grace period no longer than the drain"
+expect_failure consistency k8s/backend-deployment.yaml \
+  's/containerPort: 9090/containerPort: 9091/' "a probe on a port the backend does not open"
+expect_failure consistency k8s/configmap.yaml \
+  '/HUBCAST_HTTP_HOST/d' "probes on a port bound to loopback"
+expect_failure consistency systemd/hubcast.service \
+  's/ --drain-timeout=30//' "a drain the env file could raise past TimeoutStopSec"
+expect_failure consistency k8s/run-pdb.yaml \
+  '/unhealthyPodEvictionPolicy/d' "a PodDisruptionBudget that blocks drains while a pod is unready"
+expect_failure consistency k8s/run-scaledobject.yaml \
+  's/kafka.kafka.svc.cluster.local:9092/kafka-0.kafka:9092/' "a broker name KEDA cannot resolve"
+expect_failure consistency compose.yaml \
+  '/KAFKA_LOG_DIRS/d' "Kafka's data outside its volume"
+expect_failure consistency compose.yaml \
+  's|"--users-file=/run/secrets/backend-users", ||' "a backend without a users file"
+expect_failure consistency systemd/hubcast.service \
+  's|^Environment=HUBCAST_HTTP_PORT=9090|Environment=HUBCAST_CONNECTION_STRING=Endpoint=sb://x/|' "a secret in the unit's environment"
 # FILE paths are relative to the copy of deploy/; the guide is beside it, as in the repository.
 expect_failure docs-steps ../docs/deploy.md \
   '/^kubectl apply -f deploy\/k8s\/namespace.yaml$/d; /^kubectl apply -k deploy\/k8s$/i kubectl apply -f deploy/k8s/namespace.yaml' \
   "the guide creates the Secrets before their namespace"
 expect_failure docs-steps ../docs/deploy.md 's/--from-file=users=/--from-file=userlist=/' "the guide's Secret lacks a key the backend reads"
 expect_failure docs-steps ../docs/deploy.md 's/-t localhost\/hubcast:latest/-t hubcast/' "the guide builds an image compose does not run"
+expect_failure docs-steps ../docs/deploy.md 's|deploy/secrets/backend-users|deploy/secrets/users|' "the guide never makes a secret file compose reads"
+expect_failure docs-steps systemd/hubcast.service \
+  's|^LoadCredential=connection-string:/etc/hubcast/connection-string|LoadCredential=connection-string:/etc/hubcast/hub-key|' \
+  "a credential the install steps never create"
 
 if [ ${#missed[@]} -gt 0 ]; then
   echo "self-test: deploy-check missed: ${missed[*]}" >&2

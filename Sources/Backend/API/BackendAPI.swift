@@ -24,6 +24,8 @@ public struct BackendAPI: Sendable {
         public var payloadTTL: Int64 = 7 * 24 * 3600
         /// Accept Basic over plain http from other hosts (behind a TLS-terminating proxy).
         public var allowPlainHTTP = false
+        /// Proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed.
+        public var trustedProxies = TrustedProxies()
         /// The server itself speaks TLS.
         public var tls = false
 
@@ -59,6 +61,8 @@ public struct BackendAPI: Sendable {
     /// Every route, behind the JSON error middleware.
     public func router() -> Router<BackendRequestContext> {
         let router = Router(context: BackendRequestContext.self)
+        // Outermost: it counts each request by route, method and the status the client got.
+        router.add(middleware: MetricsMiddleware())
         router.add(middleware: JSONErrorMiddleware())
         router.get("/healthz") { _, _ in Self.json(["status": .string("ok")]) }
         router.get("/readyz") { _, _ in try await self.ready() }
@@ -106,10 +110,15 @@ public struct BackendAPI: Sendable {
 
     // MARK: Plumbing shared by the handlers
 
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+
     func authenticate(_ request: Request, _ context: BackendRequestContext) async throws(APIError) -> Principal {
-        let plainAllowed = configuration.tls || configuration.allowPlainHTTP || context.isLoopback
+        let origin = configuration.trustedProxies.origin(peer: context.clientAddress, forwardedFor: request.headers[values: Self.forwardedFor],
+                                                         forwardedProto: request.headers[values: Self.forwardedProto])
+        let plainAllowed = configuration.tls || configuration.allowPlainHTTP || origin.tls || context.isLoopback
         do {
-            return try await authenticator.authenticate(authorization: request.headers[.authorization], address: context.clientAddress,
+            return try await authenticator.authenticate(authorization: request.headers[.authorization], address: origin.address,
                                                         plainHTTPAllowed: plainAllowed)
         } catch {
             switch error {
@@ -134,18 +143,15 @@ public struct BackendAPI: Sendable {
         }
     }
 
+    /// Ready when the store answers. Not the hub: its outage is not this process's, and an unready
+    /// fleet would only hold rollouts and node drains for its length (each probe would also have
+    /// sent the hub a request).
     func ready() async throws -> Response {
         do {
             try await store.ping()
         } catch {
             logger.warning("Store not reachable", metadata: ["error": "\(error.description)"])
             throw APIError.unavailable("store not reachable")
-        }
-        do {
-            try await hub.ping()
-        } catch {
-            logger.warning("Hub not reachable", metadata: ["error": "\(error.description)"])
-            throw APIError.unavailable("hub not reachable")
         }
         return Self.json(["status": .string("ready")])
     }

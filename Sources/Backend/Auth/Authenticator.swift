@@ -1,5 +1,6 @@
 import Foundation
 import HummingbirdBcrypt
+import Metrics
 import NIOPosix
 import Synchronization
 
@@ -18,6 +19,8 @@ public final class Authenticator: Sendable {
 
     let users: UsersFile
     let bearer: BearerVerifier?
+    /// Failed logins, every user and address together (`/metrics`: a spike is someone guessing).
+    private let loginFailures = Counter(label: "hubcast_backend_login_failures")
     let failures: any FailedLogins
     /// A hash checked for unknown users, so an unknown name costs as long as a wrong password.
     let decoyHash: String
@@ -100,6 +103,7 @@ public final class Authenticator: Sendable {
     }
 
     private func record(failureOf name: String?, address: String) async {
+        loginFailures.increment()
         var keys: [LoginThrottle.Key] = [.address(address)]
         if let name { keys.append(.user(name)) }
         await failures.recordFailure(keys, now: now())

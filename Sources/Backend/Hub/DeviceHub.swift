@@ -5,8 +5,6 @@ public protocol DeviceHub: Sendable {
     func createRegistrationID() async throws(HubError) -> String
     func upsertRegistration(_ registration: Registration, id: String) async throws(HubError)
     func deleteRegistration(id: String) async throws(HubError)
-    /// Readiness: the hub answers and accepts the credentials.
-    func ping() async throws(HubError)
 }
 
 /// A hub call that failed; `gone` is NH's 410 for a registration it no longer knows.
@@ -38,17 +36,6 @@ public struct NotificationHubDevices: DeviceHub {
 
     public func deleteRegistration(id: String) async throws(HubError) {
         do { try await client.deleteRegistration(id: id) } catch { throw Self.wrap(error) }
-    }
-
-    public func ping() async throws(HubError) {
-        // A read of a registration that cannot exist: 404 means the hub answered and took the key.
-        do {
-            _ = try await client.registration(id: "hubcast-readiness-probe")
-        } catch where error.status == 404 {
-            return
-        } catch {
-            throw Self.wrap(error)
-        }
     }
 
     /// The client's failure text names the status and the hub's answer, never the registration's body.

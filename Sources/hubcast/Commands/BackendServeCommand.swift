@@ -6,7 +6,11 @@ import Logging
 import News
 import Newsroom
 import NotificationHubs
+import Health
+import Metrics
+import OperationsEndpoint
 import ServiceLifecycle
+import Telemetry
 
 /// `hubcast backend [serve]`: the HTTP API, its store, and the consumer that keeps secure payloads.
 struct BackendServeCommand: AsyncParsableCommand {
@@ -15,8 +19,9 @@ struct BackendServeCommand: AsyncParsableCommand {
         abstract: "Serve the backend API (the default subcommand).",
         discussion: """
             Prints its URL on the first stdout line once it listens. Every /api call needs Authorization: Basic \
-            (users file, bcrypt) or Bearer (JWT). Basic is refused over plain http except from loopback unless \
-            --allow-plain-http. The store is SQLite (a file) by default, PostgreSQL with --store postgres://…
+            (users file, bcrypt) or Bearer (JWT). Basic is refused over plain http except from loopback, from a \
+            --trusted-proxies peer that says X-Forwarded-Proto: https, or with --allow-plain-http. With --http-port, \
+            /healthz, /readyz (the store answers) and /metrics are served on that port. The store is SQLite (a file) by default, PostgreSQL with --store postgres://…
             """
     )
 
@@ -24,6 +29,7 @@ struct BackendServeCommand: AsyncParsableCommand {
     @OptionGroup var kafka: KafkaOptions
     @OptionGroup var hubOptions: HubOptions
     @OptionGroup var categoryOptions: CategoryOptions
+    @OptionGroup var http: HTTPOptions
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on (env HUBCAST_BACKEND_HOST; default 127.0.0.1).", valueName: "host"))
     var host: String?
@@ -60,6 +66,9 @@ struct BackendServeCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Accept Basic over plain http from any address (only behind a TLS-terminating proxy) (env HUBCAST_ALLOW_PLAIN_HTTP).")
     var allowPlainHttp = false
+
+    @Option(name: .long, help: ArgumentHelp("Comma-separated addresses or CIDR networks of the proxies in front (an ingress, a load balancer): from them X-Forwarded-For names the client (for the per-address lockout) and X-Forwarded-Proto: https counts as TLS for Basic (env HUBCAST_TRUSTED_PROXIES; default none).", valueName: "list"))
+    var trustedProxies: String?
 
     @Option(name: .long, help: ArgumentHelp("Comma-separated tags a client may register (env HUBCAST_ALLOWED_TAGS; default: the categories).", valueName: "list"))
     var allowedTags: String?
@@ -98,6 +107,10 @@ struct BackendServeCommand: AsyncParsableCommand {
         let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
         let kafkaConfig = try kafka.configuration(settings)
         let connectTimeout = try kafka.timeout(settings)
+        let endpoint = try http.endpoint(settings, logger: logger)
+        let prometheus = PrometheusMetrics()
+        // Before any metric is made: they bind to the back end in place when they are created.
+        if endpoint != nil { MetricsSystem.bootstrap(prometheus.factory) }
 
         var apiConfig = BackendAPI.Configuration(allowedTags: categories.names, notifyCategory: categories.names[0])
         apiConfig.categories = categories.names
@@ -114,6 +127,13 @@ struct BackendServeCommand: AsyncParsableCommand {
         apiConfig.payloadTTL = Int64(try settings.int(payloadTtl, "payload-ttl", default: 7 * 24 * 3600, range: 60...(365 * 24 * 3600)))
         apiConfig.maxBodyBytes = try settings.int(maxBodyBytes, "max-body-bytes", default: 64 * 1024, range: 1024...(16 * 1024 * 1024))
         apiConfig.allowPlainHTTP = try settings.bool(allowPlainHttp, "allow-plain-http")
+        if let proxies = settings.string(trustedProxies, "trusted-proxies") {
+            do {
+                apiConfig.trustedProxies = try TrustedProxies(parsing: proxies)
+            } catch {
+                throw CLIError.usage("--trusted-proxies: \(error.description)")
+            }
+        }
         let tlsFiles = try tls(settings)
         apiConfig.tls = tlsFiles != nil
 
@@ -194,6 +214,16 @@ struct BackendServeCommand: AsyncParsableCommand {
                                           defaultTTL: apiConfig.payloadTTL, logger: logger))
         }
         services.append(PayloadSweeper(store: opened.store, logger: logger))
+        if let endpoint {
+            var healthConfig = HealthState.Configuration(consumes: false)
+            healthConfig.usesStore = true
+            let health = HealthMonitor(configuration: healthConfig)
+            services.append(StoreWatch(store: opened.store) { failure in
+                if let failure { health.storeFailed(reason: failure) } else { health.storeAnswered() }
+            })
+            services.append(OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger,
+                                             exposition: prometheus.exposition))
+        }
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         var failure: (any Error)?
         do { try await group.run() } catch { failure = error }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Logging
 
-/// The optional HTTP port for orchestrators (`run`, `emulator`): /healthz, /readyz, /metrics.
+/// The optional HTTP port for orchestrators (`run`, `emulator`, `backend`): /healthz, /readyz, /metrics.
 struct HTTPOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Serve GET /healthz (alive), /readyz (ready) and /metrics (Prometheus) on this port (env HUBCAST_HTTP_PORT; default off).", valueName: "port"))
     var httpPort: Int?
