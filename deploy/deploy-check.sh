@@ -4,7 +4,7 @@
 #   kubernetes-validate       deploy/k8s (strict, Kubernetes $K8S_VERSION; KEDA's CRD schema vendored)
 #   checkov                   deploy/k8s (Kubernetes checks; skips carry their reason next to them)
 #   check-jsonschema          deploy/compose.yaml against the Compose specification's schema (vendored)
-#   yamllint                  compose and Kubernetes YAML
+#   yamllint                  compose, Kubernetes and Prometheus YAML
 #   systemd-analyze           deploy/systemd/hubcast.service: verify, and its sandbox's exposure score
 #   consistency               the files read together: stop deadlines above the drain timeout (all three
 #                             platforms), probes on ports the commands open, PDB eviction policy, KEDA's
@@ -13,6 +13,8 @@
 #                             before `apply -k`, with the names and keys the manifests read; the image
 #                             compose runs is the one the guide builds, and its secret files made;
 #                             systemd's unit, env file and credentials where they go
+#   prometheus-rules          deploy/prometheus: promtool check rules, and each alert's unit test
+#   metric-names              every metric the dashboard (deploy/grafana) and the rules name is exported
 # Usage: deploy/deploy-check.sh [--root DIR] [--only NAME]...   (DIR: a copy of deploy/, for the self-test)
 # The linters go into .build-deploycheck/venv (PyPI, pinned in deploy/check/requirements.txt).
 # Vendored schemas (deploy/check/schemas/): compose-spec.json is compose-spec/compose-spec's
@@ -46,6 +48,7 @@ apt_install() {
 
 install_tools() {
   command -v systemd-analyze >/dev/null || apt_install systemd
+  command -v promtool >/dev/null || apt_install prometheus
   python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
   # Reinstalled only when the pinned list changes.
   local stamp=$venv/.requirements
@@ -100,6 +103,11 @@ systemd_verify() {
   [ -z "$out" ] || { echo "$out"; return 1; }
 }
 
+# The alert rules parse, and each alert's unit test holds (the test file sits beside the rules).
+prometheus_rules() {
+  promtool check rules "$1/hubcast-alerts.yaml" >/dev/null && (cd "$1" && promtool test rules hubcast-alerts.test.yaml)
+}
+
 systemd_security() {
   systemd-analyze security --offline=true --threshold="$SYSTEMD_EXPOSURE_MAX" --no-pager "$1" >/dev/null 2>&1 || {
     systemd-analyze security --offline=true --no-pager "$1" 2>&1 | tail -1
@@ -116,11 +124,13 @@ run kubernetes-validate "$py" deploy/check/k8s_validate.py "$root/k8s" --kuberne
   --crd deploy/check/schemas/keda.sh_scaledobjects.yaml
 run checkov-kubernetes checkov --framework kubernetes -d "$root/k8s"
 run compose-schema "$venv/bin/check-jsonschema" --schemafile deploy/check/schemas/compose-spec.json "$root/compose.yaml"
-run yamllint "$venv/bin/yamllint" --strict -c deploy/check/yamllint.yaml "$root/compose.yaml" "$root/k8s"
+run yamllint "$venv/bin/yamllint" --strict -c deploy/check/yamllint.yaml "$root/compose.yaml" "$root/k8s" "$root/prometheus"
 run systemd-verify systemd_verify "$root/systemd/hubcast.service"
 run systemd-security systemd_security "$root/systemd/hubcast.service"
 run consistency "$py" deploy/check/consistency.py "$root"
 run docs-steps "$py" deploy/check/docs_steps.py "$root"
+run prometheus-rules prometheus_rules "$root/prometheus"
+run metric-names "$py" deploy/check/metric_names.py "$root" Sources
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "deploy-check: failed: ${failed[*]}" >&2

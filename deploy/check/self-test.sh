@@ -15,7 +15,7 @@ expect_failure() {
   local check=$1 file=$2 expression=$3 description=$4 copy=$scratch/deploy
   rm -rf "$copy" "$scratch/docs"
   mkdir -p "$copy" "$scratch/docs"
-  cp -r deploy/Dockerfile deploy/compose.yaml deploy/k8s deploy/systemd "$copy/"
+  cp -r deploy/Dockerfile deploy/compose.yaml deploy/k8s deploy/systemd deploy/prometheus deploy/grafana "$copy/"
   cp docs/deploy.md "$scratch/docs/"
   sed -i -e "$expression" "$copy/$file"
   if cmp -s "deploy/$file" "$copy/$file"; then
@@ -72,6 +72,11 @@ expect_failure consistency compose.yaml \
   's|"--users-file=/run/secrets/backend-users", ||' "a backend without a users file"
 expect_failure consistency systemd/hubcast.service \
   's|^Environment=HUBCAST_HTTP_PORT=9090|Environment=HUBCAST_CONNECTION_STRING=Endpoint=sb://x/|' "a secret in the unit's environment"
+expect_failure prometheus-rules prometheus/hubcast-alerts.yaml \
+  's/max(hubcast_canary_last_success_timestamp_seconds) > 180/max(hubcast_canary_last_success_timestamp_seconds) > 600/' \
+  "an alert that no longer fires when its test says it must"
+expect_failure metric-names grafana/hubcast.json 's/hubcast_pace_rate)/hubcast_pace_rates)/' "a dashboard query on a metric hubcast does not export"
+expect_failure metric-names prometheus/hubcast-alerts.yaml 's/min(hubcast_hub_available)/min(hubcast_hub_up)/' "an alert on a metric hubcast does not export"
 # FILE paths are relative to the copy of deploy/; the guide is beside it, as in the repository.
 expect_failure docs-steps ../docs/deploy.md \
   '/^kubectl apply -f deploy\/k8s\/namespace.yaml$/d; /^kubectl apply -k deploy\/k8s$/i kubectl apply -f deploy/k8s/namespace.yaml' \
