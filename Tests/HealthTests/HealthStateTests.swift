@@ -26,15 +26,17 @@ import Testing
         #expect(state.readiness(now: .zero).checks.first { $0.name == "partitions" }?.detail == "1 assigned")
     }
 
-    @Test func losingEveryPartitionIsARebalanceUnderWayNotUnreadiness() {
+    @Test func thePartitionsCheckSaysWhereTheMemberIsInARebalance() {
         var state = Self.consumer()
+        let partitions = { (state: HealthState) in state.readiness(now: .zero).checks.first { $0.name == "partitions" }?.detail }
         state.assigned([Self.world0, Self.world1])
         state.revoked([Self.world0])
-        #expect(state.readiness(now: .zero).healthy)
+        #expect(partitions(state) == "1 assigned")
         state.revoked([Self.world1])
-        #expect(state.readiness(now: .zero).healthy, "eager rebalance: everything goes, then comes back")
-        // Cooperative rebalance that leaves this member nothing: still ready, idle.
+        #expect(partitions(state) == "joining the group", "eager rebalance: everything goes, then comes back")
+        // Cooperative rebalance that leaves this member nothing: idle, and ready all the same.
         state.assigned([])
+        #expect(partitions(state)?.hasPrefix("none assigned") == true)
         #expect(state.readiness(now: .zero).healthy)
     }
 
