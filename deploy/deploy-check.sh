@@ -15,6 +15,7 @@
 #                             systemd's unit, env file and credentials where they go
 #   prometheus-rules          deploy/prometheus: promtool check rules, and each alert's unit test
 #   metric-names              every metric the dashboard (deploy/grafana) and the rules name is exported
+#   flags                     every hubcast command and flag the files use is in that command's --help
 # Usage: deploy/deploy-check.sh [--root DIR] [--only NAME]...   (DIR: a copy of deploy/, for the self-test)
 # The linters go into .build-deploycheck/venv (PyPI, pinned in deploy/check/requirements.txt).
 # Vendored schemas (deploy/check/schemas/): compose-spec.json is compose-spec/compose-spec's
@@ -131,6 +132,16 @@ run consistency "$py" deploy/check/consistency.py "$root"
 run docs-steps "$py" deploy/check/docs_steps.py "$root"
 run prometheus-rules prometheus_rules "$root/prometheus"
 run metric-names "$py" deploy/check/metric_names.py "$root" Sources
+if wanted flags; then
+  # The binary whose --help the files are held to: HUBCAST_BIN, else this tree's debug build (made here if
+  # missing; `make test` has made it in CI).
+  bin=${HUBCAST_BIN:-}
+  if [ -z "$bin" ]; then
+    swift build --product hubcast >/dev/null 2>&1 || { echo "deploy-check: could not build hubcast for the flags check" >&2; exit 1; }
+    bin=$(swift build --show-bin-path)/hubcast
+  fi
+  run flags "$py" deploy/check/flags.py "$root" "$bin"
+fi
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "deploy-check: failed: ${failed[*]}" >&2

@@ -77,6 +77,8 @@ expect_failure prometheus-rules prometheus/hubcast-alerts.yaml \
   "an alert that no longer fires when its test says it must"
 expect_failure metric-names grafana/hubcast.json 's/hubcast_pace_rate)/hubcast_pace_rates)/' "a dashboard query on a metric hubcast does not export"
 expect_failure metric-names prometheus/hubcast-alerts.yaml 's/min(hubcast_hub_available)/min(hubcast_hub_up)/' "an alert on a metric hubcast does not export"
+expect_failure flags k8s/backend-deployment.yaml 's/--users-file=/--user-file=/' "a misspelt flag in a Deployment's args"
+expect_failure flags systemd/hubcast.service 's/ --drain-timeout=30/ --drain-time=30/' "a misspelt flag in the unit's ExecStart"
 # FILE paths are relative to the copy of deploy/; the guide is beside it, as in the repository.
 expect_failure docs-steps ../docs/deploy.md \
   '/^kubectl apply -f deploy\/k8s\/namespace.yaml$/d; /^kubectl apply -k deploy\/k8s$/i kubectl apply -f deploy/k8s/namespace.yaml' \
