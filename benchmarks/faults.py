@@ -755,6 +755,27 @@ def s12_canary(s):
     s.expect("every run exits 0", all(r.exit_code == 0 for r in runs), hard=True)
 
 
+def s13_503_outage(s):
+    """The hub answers 503 to everything for 40 s, then recovers; 600 items: a 5xx is the hub's, so all are
+    delivered and none dead-lettered."""
+    s.start()
+    s.emulator.fault({"status": 503})
+    s.produce([item(13, n) for n in range(600)])
+    r = s.run(["--exit-when-idle", "3"])
+    time.sleep(40)
+    during = delivered_count(s)
+    s.emulator.clear_faults()
+    cleared = time.time()
+    all_in = wait_until(lambda: delivered_count(s) >= 600, 120)
+    r.wait(60)
+    s.extra["outage"] = {"deliveredDuring": during, "secondsToAllAfterRecovery": round(time.time() - cleared, 1) if all_in else None,
+                         "hubAvailableFalseLines": sum(1 for _, m in r.metrics if m.get("hubAvailable") is False),
+                         "statusCounts": s.emulator.stats()["statusCounts"]}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+    s.expect("nothing dead-lettered for a 5xx outage", not read_dlq(s.dlqs))
+    s.expect("all 600 delivered after the hub recovered", all_in)
+
+
 SCENARIOS = [
     (1, "429 storm", s1_429_storm),
     (2, "5xx and dropped connections", s2_5xx_drops),
@@ -768,6 +789,7 @@ SCENARIOS = [
     (10, "sporadic throttling", s10_sporadic_throttling),
     (11, "429, 503 and drops at once", s11_everything_at_once),
     (12, "canary", s12_canary),
+    (13, "503 to everything for 40 s", s13_503_outage),
 ]
 
 

@@ -98,4 +98,35 @@ import Testing
         }
         #expect(requests.withLock { $0 } == 1)
     }
+
+    @Test func a5xxGoesAgainWhileFreshAndIsDeadLetteredAsServerErrorOncePastItsBound() async throws {
+        let now = Mutex(Self.now)
+        let transport = InMemoryTransport(status: 503)
+        let connection = try ConnectionString(parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk=")
+        var config = NotificationHubConfiguration(connection: connection, hubName: "breaking")
+        config.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(1))
+        let sender = HubSender(configuration: config, transport: transport, delivered: DeliveredSends(capacity: 10),
+                               metrics: PipelineMetrics(categories: ["World"]), logger: Self.logger, clock: { now.withLock { $0 } })
+        let send = NewsSend(planned: PlannedSend(tagExpression: "World", properties: [("messageParam", "m")]), itemID: "s", category: "World",
+                            source: message(#"{"id":"s","headline":"h"}"#), staleAt: Self.now + 60)
+        guard case .hubUnavailable(_, let noAnswer) = await sender.deliver(send) else {
+            Issue.record("a fresh send answered 503 was dead-lettered")
+            return
+        }
+        #expect(noAnswer, "goes again as an unanswered send would: held only if the hub fails for the others too")
+        // Its bound passes before it goes again: dead-lettered with the hub's last answer, not a bare `stale`.
+        now.withLock { $0 += 61 }
+        guard case .failed(let record) = await sender.deliver(send) else {
+            Issue.record("a send past its bound was not dead-lettered")
+            return
+        }
+        #expect(record.reason == "server-error" && record.status == 503, "\(record.reason) \(String(describing: record.status))")
+        // Without a bound (--max-age 0, no expiresAt), a 5xx after its retries is dead-lettered at once, as before.
+        let unbounded = NewsSend(planned: send.planned, itemID: "u", category: "World", source: send.source)
+        guard case .failed(let other) = await sender.deliver(unbounded) else {
+            Issue.record("a send with no bound was retried for ever")
+            return
+        }
+        #expect(other.reason == "server-error")
+    }
 }

@@ -84,6 +84,14 @@ final class PipelineHarness: Sendable {
         return (json?["statusCounts"] as? [String: Int])?["201"] ?? 0
     }
 
+    /// The emulator's count of answers it gave with status 500 (faults included).
+    func acceptedSendsAndStatuses() async throws -> (accepted: Int, status500: Int) {
+        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/stats"])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let counts = json?["statusCounts"] as? [String: Int] ?? [:]
+        return (counts["201"] ?? 0, counts["500"] ?? 0)
+    }
+
     /// `hubcast run` started in the background, with its stdout and stderr captured.
     struct Background: Sendable {
         let process: Process

@@ -5,9 +5,9 @@ import TestSupport
 
 /// `hubcast replay` (the real binary) against dead letters that a real `hubcast run` produced.
 @Suite(.serialized) struct ReplayTests {
-    /// A hub failing with 503 dead-letters every send of items 0..<count, once per run (each run its own group).
+    /// A hub refusing every send (400) dead-letters every send of items 0..<count, once per run (each run its own group).
     func failedRuns(_ h: PipelineHarness, count: Int, sink: String, runs: Int = 2, extra: [(topic: String, value: String)] = []) async throws {
-        try await h.faults(#"{"status":503}"#)
+        try await h.faults(#"{"status":400}"#)
         try await h.produce(0..<count, extra: extra)
         for group in ["first", "second", "third"].prefix(runs) {
             let run = try await h.run(["--group", group, "--max-attempts", "2"], dlq: sink)
@@ -26,7 +26,7 @@ import TestSupport
         #expect(dry.status == 0, "\(dry.stderr.suffix(1500))")
         #expect(dry.stdout.hasPrefix("dry run: 40 sends would go out; nothing was sent"))
         #expect(dry.stdout.contains("records read 82: corrupt 0, filtered out 0, still invalid 2, expired 0, duplicates 40"), "\(dry.stdout)")
-        #expect(dry.stdout.contains("by reason: server-error 40"))
+        #expect(dry.stdout.contains("by reason: bad-request 40"), "\(dry.stdout)")
         #expect(try await h.acceptedSends() == 0, "a dry run reached the hub")
 
         let first = try await h.replay(["--from", "kafka:news.deadletter"])
@@ -61,7 +61,7 @@ import TestSupport
         #expect(none.stdout.hasPrefix("dry run: 0 sends would go out"))
         let future = try await h.replay(["--from", "file:" + h.dlq.path, "--dry-run", "--since", "2099-01-01T00:00:00Z"])
         #expect(future.stdout.hasPrefix("dry run: 0 sends would go out"))
-        let status = try await h.replay(["--from", "file:" + h.dlq.path, "--dry-run", "--status", "503", "--until", "2099-01-01T00:00:00Z"])
+        let status = try await h.replay(["--from", "file:" + h.dlq.path, "--dry-run", "--status", "400", "--until", "2099-01-01T00:00:00Z"])
         #expect(status.stdout.hasPrefix("dry run: 60 sends would go out"))
         // Corrupt lines are reported with their line numbers and skipped, never fatal.
         #expect(status.stderr.contains("replay: line 6: corrupt dead-letter record (not a JSON object), skipped"))

@@ -18,6 +18,13 @@ public final class HubSender: Sender {
     private let attemptListener = AttemptListener()
     /// Hears canary sends' outcomes, once attached; read only for a canary send.
     private let canary = Mutex<Canary?>(nil)
+    /// The last 5xx of each send going again for one (by delivery key): a send whose bound passes
+    /// before its next attempt is dead-lettered as `server-error` with it, not as a bare `stale`.
+    /// Only sends the hub answered 5xx are here, each until it ends.
+    private let serverErrors = Mutex<[Int: SendFailure]>([:])
+    /// How many are there: a send that ends looks in the map only when some are (no lock per send).
+    private let serverErrorCount = Atomic<Int>(0)
+    private static let serverErrorsKept = 10_000
 
     /// Creates the client too: throttled sends come back at once (the engine holds each for its
     /// own `Retry-After`, and its pacer decides about the rest), and unanswered attempts reach the
@@ -38,6 +45,16 @@ public final class HubSender: Sender {
         self.clock = clock
     }
 
+    /// Takes the send's last 5xx out of the map, if it has one there.
+    private func forgetServerError(of send: NewsSend) -> SendFailure? {
+        guard serverErrorCount.load(ordering: .relaxed) > 0 else { return nil }
+        return serverErrors.withLock { errors in
+            let removed = errors.removeValue(forKey: send.deliveryKey)
+            serverErrorCount.store(errors.count, ordering: .relaxed)
+            return removed
+        }
+    }
+
     public func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void) {
         attemptListener.set(listener)
     }
@@ -53,8 +70,9 @@ public final class HubSender: Sender {
     public func deliver(_ send: NewsSend) async -> PipelineEngine<NewsSend>.Outcome {
         // Waited past its deadline (behind others, for the hub, for a Retry-After): never sent.
         if let staleAt = send.staleAt, clock() >= staleAt {
-            return classify(SendFailure(reason: .stale, status: nil, message: "its deadline passed while it waited to be sent",
-                                        attempts: 0, throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0), of: send)
+            let last = forgetServerError(of: send)
+            return classify(last ?? SendFailure(reason: .stale, status: nil, message: "its deadline passed while it waited to be sent",
+                                                attempts: 0, throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0), of: send)
         }
         // A copy of this (item, audience) from another partition may be in flight: wait for it.
         if await delivered.claim(send.deliveryKey) == .duplicate {
@@ -65,6 +83,7 @@ public final class HubSender: Sender {
             let result = try await client.sendTemplate(properties: send.planned.properties, tagExpression: send.planned.tagExpression,
                                                        deadline: send.staleAt)
             delivered.finished(send.deliveryKey, accepted: true)
+            _ = forgetServerError(of: send)
             if send.isCanary {
                 canary.withLock { $0 }?.accepted(send, notificationID: result.notificationID)
             } else if let produced = send.source.timestampMs {
@@ -87,7 +106,31 @@ public final class HubSender: Sender {
     }
 
     /// Whose fault: the hub's (hold, pause, probe), throttling (wait), or the item's (dead-letter).
+    ///
+    /// A 5xx after every retry is the hub's, not the item's: while the send is still fresh it goes
+    /// again as an unanswered one would (first in line while others are answered; held with the
+    /// rest, the hub probed, once nothing is answered for a while), so an outage of the hub never
+    /// turns into dead letters. Past its freshness bound it is dead-lettered as `server-error`; an
+    /// item with no bound (`--max-age 0`, no `expiresAt`) is dead-lettered after its retries, as
+    /// before, rather than retried for ever.
     func classify(_ error: SendFailure, of send: NewsSend) -> PipelineEngine<NewsSend>.Outcome {
+        if error.reason == .serverError, let staleAt = send.staleAt, clock() < staleAt {
+            // Sends that leave without ending here (a rebalance took their partition) leave their entry
+            // behind: past a bound the map starts again, costing only the reason of a few dead letters.
+            serverErrors.withLock { errors in
+                if errors.count >= Self.serverErrorsKept { errors.removeAll(keepingCapacity: true) }
+                errors[send.deliveryKey] = error
+                serverErrorCount.store(errors.count, ordering: .relaxed)
+            }
+            if send.isCanary { canary.withLock { $0 }?.failed(send, reason: error.reason, final: false) }
+            return .hubUnavailable(reason: error.summary, noAnswer: true)
+        }
+        // Its deadline came while the hub kept answering 5xx: that, not the clock, is why it did not go.
+        let error = error.reason == .stale && (500...599).contains(error.status ?? 0)
+            ? SendFailure(reason: .serverError, status: error.status, message: error.message, attempts: error.attempts,
+                          throttledAttempts: error.throttledAttempts, firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt)
+            : error
+        if error.owner != .nobody { _ = forgetServerError(of: send) }
         let notTheItems = PipelineEngine<NewsSend>.Outcome(notTheItemsFault: error)
         if error.owner == .hub { canary.withLock { $0 }?.noteHubFailure(error.reason) }
         if send.isCanary, error.owner != .nobody {
