@@ -7,6 +7,13 @@ extension Duration {
         return ms.addingReportingOverflow(components.attoseconds / 1_000_000_000_000_000).partialValue
     }
 
+    /// Whole nanoseconds (as swift-metrics' timers take them); saturates beyond ±292 years.
+    public var inNanoseconds: Int64 {
+        let (ns, overflow) = components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return components.seconds < 0 ? .min : .max }
+        return ns.addingReportingOverflow(components.attoseconds / 1_000_000_000).partialValue
+    }
+
     /// Seconds as a floating-point number.
     public var inSeconds: Double {
         Double(components.seconds) + Double(components.attoseconds) / 1e18

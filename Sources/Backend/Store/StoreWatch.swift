@@ -1,3 +1,4 @@
+import Kafka
 import Metrics
 import ServiceLifecycle
 import Synchronization
@@ -39,7 +40,7 @@ public struct StoreWatch: Service {
                 let task = Task {
                     var failure: String?
                     do throws(StoreError) { try await store.ping() } catch { failure = error.description }
-                    if failure == nil { latency.recordNanoseconds(Self.nanoseconds(started.duration(to: clock.now))) }
+                    if failure == nil { latency.recordNanoseconds(started.duration(to: clock.now).inNanoseconds) }
                     ping.answer.withLock { $0 = .some(failure) }
                     report(failure)
                 }
@@ -53,9 +54,5 @@ public struct StoreWatch: Service {
                 report("no answer for \(current.started.duration(to: clock.now).components.seconds) s")
             }
         }
-    }
-
-    static func nanoseconds(_ d: Duration) -> Int64 {
-        d.components.seconds * 1_000_000_000 + d.components.attoseconds / 1_000_000_000
     }
 }

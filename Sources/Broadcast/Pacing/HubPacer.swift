@@ -578,7 +578,7 @@ struct RateWindow: Sendable, Equatable {
     private var starts = [Int64](repeating: -1, count: Int(buckets))
 
     mutating func add(now: Duration) {
-        let index = Self.nanoseconds(now) / Self.bucketNanos
+        let index = now.inNanoseconds / Self.bucketNanos
         let slot = Int(index % Self.buckets)
         if starts[slot] != index {
             starts[slot] = index
@@ -589,7 +589,7 @@ struct RateWindow: Sendable, Equatable {
 
     /// Events in the window's buckets.
     func total(now: Duration) -> Double {
-        let current = Self.nanoseconds(now) / Self.bucketNanos
+        let current = now.inNanoseconds / Self.bucketNanos
         var sum = 0.0
         for slot in counts.indices where starts[slot] >= 0 && current - starts[slot] < Self.buckets {
             sum += counts[slot]
@@ -599,15 +599,10 @@ struct RateWindow: Sendable, Equatable {
 
     /// Per second over the window, or since `since` if that is later.
     func perSecond(now: Duration, since: Duration?) -> Double {
-        let nanos = Self.nanoseconds(now)
+        let nanos = now.inNanoseconds
         // The window is nine whole buckets and the current one so far.
         var span = Double((Self.buckets - 1) * Self.bucketNanos + nanos % Self.bucketNanos) / 1e9
         if let since { span = min(span, (now - since).inSeconds) }
         return span > 0 ? total(now: now) / span : 0
-    }
-
-    private static func nanoseconds(_ d: Duration) -> Int64 {
-        let (seconds, attoseconds) = d.components
-        return seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue &+ attoseconds / 1_000_000_000
     }
 }

@@ -42,11 +42,10 @@ struct CanaryCommand: AsyncParsableCommand {
         let seconds = timeout ?? 30
         guard (1...3600).contains(seconds) else { throw CLIError.usage("--timeout must be between 1 and 3600, got \(seconds)") }
 
-        let producer: KafkaProducer
+        let producer = try await CanaryTopicOption.producer(for: canaryTopic, kafka: kafkaConfig, timeout: connectTimeout, logger: logger)
         let consumer: KafkaConsumer
         let instance = QuotaSharing.uniqueInstance()
         do {
-            producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafkaConfig), logger: logger)
             // A group of its own, from the start of the topic: its answer cannot be missed, however
             // soon it comes; the answers to other canaries are skipped by id.
             var consumerConfig = KafkaConsumerConfiguration(kafka: kafkaConfig, groupID: "hubcast-canary-" + instance, topics: [canaryTopic])
@@ -58,12 +57,6 @@ struct CanaryCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.usage("Kafka configuration: \(error)")
         }
-        do {
-            try await producer.checkReachable(timeout: connectTimeout)
-        } catch {
-            throw CLIError.unreachable("could not reach Kafka at \(kafkaConfig.bootstrapServers): \(error)")
-        }
-        try await CanaryTopicOption.requireTopic(canaryTopic, producer: producer, kafka: kafkaConfig, timeout: connectTimeout)
         let groupID = settings.string(group, "group", default: "hubcast")
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)

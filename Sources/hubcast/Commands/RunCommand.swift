@@ -101,13 +101,7 @@ struct RunCommand: AsyncParsableCommand {
         var canary: Canary?
         var canaryProducer: KafkaProducer?
         if let canaryConfig {
-            let producer: KafkaProducer
-            do {
-                producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafkaConfig), logger: logger)
-            } catch {
-                throw CLIError.usage("Kafka configuration: \(error)")
-            }
-            try await CanaryTopicOption.requireTopic(canaryConfig.topic, producer: producer, kafka: kafkaConfig, timeout: timeout)
+            let producer = try await CanaryTopicOption.producer(for: canaryConfig.topic, kafka: kafkaConfig, timeout: timeout, logger: logger)
             canaryProducer = producer
             var telemetryConfig = hubConfig
             telemetryConfig.retry.maxAttempts = 1

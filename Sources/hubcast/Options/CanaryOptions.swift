@@ -1,6 +1,7 @@
 import ArgumentParser
 import Broadcast
 import Kafka
+import Logging
 import NotificationHubs
 
 /// The canary's topic, shared by `run` and `canary`.
@@ -12,8 +13,25 @@ struct CanaryTopicOption: ParsableArguments {
         try Settings.topicName(settings.string(canaryTopic, "canary-topic", default: Canary.defaultTopic), flag: "canary-topic")
     }
 
-    /// A start-up check: the topic exists (exit 2 if not, naming it); Kafka not answering is exit 3.
-    static func requireTopic(_ topic: String, producer: KafkaProducer, kafka: KafkaConfiguration, timeout: Duration) async throws(CLIError) {
+    /// The producer of canary requests and results, checked at start-up: Kafka answers (exit 3 if
+    /// not) and the topic exists (exit 2 if not, naming it).
+    static func producer(for topic: String, kafka: KafkaConfiguration, timeout: Duration, logger: Logger) async throws(CLIError) -> KafkaProducer {
+        let producer: KafkaProducer
+        do {
+            producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: kafka), logger: logger)
+        } catch {
+            throw .usage("Kafka configuration: \(error)")
+        }
+        do {
+            try await producer.checkReachable(timeout: timeout)
+        } catch {
+            throw .unreachable("could not reach Kafka at \(kafka.bootstrapServers): \(error)")
+        }
+        try await requireTopic(topic, producer: producer, kafka: kafka, timeout: timeout)
+        return producer
+    }
+
+    private static func requireTopic(_ topic: String, producer: KafkaProducer, kafka: KafkaConfiguration, timeout: Duration) async throws(CLIError) {
         let partitions: Int?
         do {
             partitions = try await producer.partitionCount(topic: topic, timeout: timeout)
