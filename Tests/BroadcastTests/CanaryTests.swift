@@ -113,8 +113,9 @@ import Testing
 }
 
 /// The canary through the real preparer and hub sender, over an in-memory hub, with its service
-/// loop running: what it sends, what it reports and where.
-@Suite struct CanaryShellTests {
+/// loop running on a manual clock: what it sends, what it reports and where. (The time limit is
+/// only a guard: a regression fails instead of hanging.)
+@Suite(.timeLimit(.minutes(1))) struct CanaryShellTests {
     /// A value the rig's closures and the test share.
     final class Cell<Value: Sendable>: Sendable {
         private let value: Mutex<Value>
@@ -123,7 +124,10 @@ import Testing
     }
 
     final class Rig: Sendable {
-        let now = Cell<Int64>(1_800_000_000_000)
+        static let origin: Int64 = 1_800_000_000_000
+        /// The service's loops sleep on it; the tests move it.
+        let clock = ManualClock()
+        var nowMs: Int64 { Self.origin + clock.now.offset.inMilliseconds }
         let published = Cell<[CanaryRecord]>([])
         let lines = Cell<[String]>([])
         let results: AsyncStream<CanaryResult>
@@ -134,7 +138,8 @@ import Testing
 
         init(hub: @escaping @Sendable (HTTPRequest) -> HTTPResponse, details: NotificationDetails = NotificationDetails(state: "Completed", outcomes: [("Success", 1)])) throws {
             (results, resultWriter) = AsyncStream.makeStream()
-            let now = self.now, published = self.published, lines = self.lines, writer = resultWriter
+            let clock = self.clock, published = self.published, lines = self.lines, writer = resultWriter
+            let nowMs: @Sendable () -> Int64 = { Self.origin + clock.now.offset.inMilliseconds }
             var seams = Canary.Seams(
                 publish: { record in
                     published.withLock { $0.append(record) }
@@ -142,9 +147,8 @@ import Testing
                 },
                 owns: { true },
                 details: { _ in details })
-            seams.nowMs = { now.withLock { $0 } }
-            // The service's loops pace themselves on this; the tests wait for results, not for time.
-            seams.sleep = { _ in try await Task.sleep(for: .milliseconds(1)) }
+            seams.nowMs = nowMs
+            seams.sleep = { try await clock.sleep(for: $0) }
             seams.write = { bytes in lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
             let logger = Logger(label: "hubcast.tests")
             canary = Canary(configuration: Canary.Configuration(tag: "test-devices", instance: "i1"), seams: seams, logger: logger)
@@ -152,10 +156,10 @@ import Testing
             let metrics = PipelineMetrics(categories: Categories.seedNames)
             sender = HubSender(configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"), transport: InMemoryTransport(hub),
                                delivered: DeliveredSends(capacity: 10), metrics: metrics, logger: logger,
-                               clock: { Double(now.withLock { $0 }) / 1000 })
+                               clock: { Double(nowMs()) / 1000 })
             sender.attach(canary)
             preparer = NewsPreparer(categories: try Categories(), maxMessageBytes: 65_536, delivered: sender.delivered, metrics: metrics,
-                                    logger: logger, canary: canary, clock: { Double(now.withLock { $0 }) / 1000 })
+                                    logger: logger, canary: canary, clock: { Double(nowMs()) / 1000 })
         }
 
         func message(_ record: CanaryRecord) -> KafkaMessage {
@@ -163,7 +167,7 @@ import Testing
         }
 
         func request(_ id: String, deadlineIn ms: Int64 = 60_000) -> CanaryRequest {
-            let at = now.withLock { $0 }
+            let at = nowMs
             return CanaryRequest(id: id, requestedAtMs: at, deadlineMs: at + ms, by: "i1")
         }
 
@@ -177,22 +181,10 @@ import Testing
             return sends[0]
         }
 
-        /// The next result written to the topic; nil after a generous guard (a regression fails, never hangs).
+        /// The next result written to the topic.
         func nextResult() async -> CanaryResult? {
-            let results = self.results
-            return await withTaskGroup(of: CanaryResult?.self) { group in
-                group.addTask {
-                    var iterator = results.makeAsyncIterator()
-                    return await iterator.next()
-                }
-                group.addTask {
-                    try? await Task.sleep(for: .seconds(60))
-                    return nil
-                }
-                let first = await group.next() ?? nil
-                group.cancelAll()
-                return first
-            }
+            var iterator = results.makeAsyncIterator()
+            return await iterator.next()
         }
     }
 
@@ -208,8 +200,11 @@ import Testing
         let service = Task { try await rig.canary.run() }
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1"))
-        rig.now.withLock { $0 += 25 }
+        rig.clock.advance(by: .milliseconds(25))
         guard case .delivered = await rig.sender.deliver(send) else { Issue.record("not delivered"); return }
+        // Its telemetry is read half a second after the hub took it: the ticker and that read both sleep.
+        await rig.clock.waitForSleepers(2)
+        rig.clock.advance(by: .milliseconds(500))
         let result = try #require(await rig.nextResult())
         #expect(result.outcome == .verified && result.devices == 1 && result.notificationId == "42" && result.endToEndMs == 25, "\(result)")
         let line = try #require(rig.lines.withLock { $0.first })
@@ -229,7 +224,8 @@ import Testing
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1", deadlineIn: 2_000))
         guard case .hubUnavailable = await rig.sender.deliver(send) else { Issue.record("a 401 did not hold the send"); return }
-        rig.now.withLock { $0 += 2_000 }
+        await rig.clock.waitForSleepers(1)
+        rig.clock.advance(by: .milliseconds(2_000))
         let result = try #require(await rig.nextResult())
         #expect(result.outcome == .failed && result.reason == "unauthorized", "\(result)")
     }
@@ -250,7 +246,7 @@ import Testing
 @Suite struct CanaryFuzzTests {
     @Test func mutatedRecordsAreSkippedOrPlannedAsOneBoundedSend() throws {
         let rig = try CanaryShellTests.Rig(hub: CanaryShellTests.accepted)
-        let now = rig.now.withLock { $0 }
+        let now = rig.nowMs
         let seeds = [CanaryRecord.request(CanaryRequest(id: "c", requestedAtMs: now, deadlineMs: now + 9_999_999_999, by: "x")).bytes,
                      CanaryRecord.result(CanaryResult(id: "c", outcome: .failed, reason: "r", by: "x", atMs: now)).bytes,
                      Array(#"{"request":{"id":"","requestedAtMs":-1,"deadlineMs":9223372036854775807,"by":"\u0000"}}"#.utf8),
