@@ -776,6 +776,33 @@ def s13_503_outage(s):
     s.expect("all 600 delivered after the hub recovered", all_in)
 
 
+def s14_drops_for_30s(s):
+    """10% of connections dropped without an answer for 30 s while 3,000 items arrive (100 a second): a
+    dropped connection is retried, not taken for an outage."""
+    s.start()
+    s.emulator.fault({"dropConnection": 0.1})
+    s.produce([item(14, n) for n in range(100)], name="first")
+    r = s.run(["--exit-when-idle", "5"])
+    started = time.time()
+    for batch in range(1, 30):
+        time.sleep(max(0.0, started + batch - time.time()))
+        s.produce([item(14, n) for n in range(batch * 100, (batch + 1) * 100)], name=f"batch{batch}")
+    all_in = wait_until(lambda: delivered_count(s) >= 3000, 60)
+    stats = s.emulator.stats()
+    s.emulator.clear_faults()
+    r.wait(60)
+    state_lines = r.stderr_lines("The hub is unavailable|The hub is available again", 10_000)
+    s.extra["during"] = {"secondsToAll": round(time.time() - started, 1) if all_in else None,
+                         "statusCounts": stats["statusCounts"], "retried": r.last().get("retried"),
+                         "hubStateLogLines": len(state_lines),
+                         "hubAvailableFalseLines": sum(1 for _, m in r.metrics if m.get("hubAvailable") is False)}
+    s.expect("exit 0", r.exit_code == 0, hard=True)
+    s.expect("all 3,000 delivered", all_in)
+    s.expect("the hub never reported unavailable", s.extra["during"]["hubAvailableFalseLines"] == 0)
+    s.expect("at most 30 hub-state log lines", len(state_lines) <= 30)
+    s.expect("connections were dropped (retried > 0)", (r.last().get("retried") or 0) > 0)
+
+
 SCENARIOS = [
     (1, "429 storm", s1_429_storm),
     (2, "5xx and dropped connections", s2_5xx_drops),
@@ -790,6 +817,7 @@ SCENARIOS = [
     (11, "429, 503 and drops at once", s11_everything_at_once),
     (12, "canary", s12_canary),
     (13, "503 to everything for 40 s", s13_503_outage),
+    (14, "dropped connections for 30 s", s14_drops_for_30s),
 ]
 
 
