@@ -36,7 +36,8 @@ struct HealthReportingSource: RecordSource {
                 let offsets = handlers.onRevoke(partitions)
                 monitor.revoked(partitions)
                 return offsets
-            }))
+            },
+            onRevokeCommitFailed: handlers.onRevokeCommitFailed))
     }
 
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { await base.nextBatch(max: max, timeout: timeout) }

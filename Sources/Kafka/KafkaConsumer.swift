@@ -49,7 +49,8 @@ public final class KafkaConsumer: Service, Sendable {
                     logger.info("Partitions revoked", metadata: ["partitions": "\(partitions)"])
                     return handlers.withLock { $0 }.onRevoke(partitions)
                 }
-            })
+            },
+            onRevokeCommitFailed: { offsets, error in handlers.withLock { $0 }.onRevokeCommitFailed(offsets, error) })
     }
 
     /// Replaces the rebalance handlers; call before `run()`.

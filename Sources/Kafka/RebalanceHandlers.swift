@@ -5,12 +5,17 @@ public struct RebalanceHandlers: Sendable {
     /// Finish the leaving partitions' work and return the offsets to commit before they go; the
     /// consumer commits them synchronously, then lets the partitions go.
     public var onRevoke: @Sendable ([TopicPartition]) -> [TopicPartitionOffset]
+    /// The broker refused the commit of what `onRevoke` returned (the consumer has logged it with
+    /// the offsets and the broker's error): the next owner reads that work again.
+    public var onRevokeCommitFailed: @Sendable ([TopicPartitionOffset], KafkaError) -> Void
 
     public init(
         onAssign: @escaping @Sendable ([TopicPartition]) -> Void = { _ in },
-        onRevoke: @escaping @Sendable ([TopicPartition]) -> [TopicPartitionOffset] = { _ in [] }
+        onRevoke: @escaping @Sendable ([TopicPartition]) -> [TopicPartitionOffset] = { _ in [] },
+        onRevokeCommitFailed: @escaping @Sendable ([TopicPartitionOffset], KafkaError) -> Void = { _, _ in }
     ) {
         self.onAssign = onAssign
         self.onRevoke = onRevoke
+        self.onRevokeCommitFailed = onRevokeCommitFailed
     }
 }

@@ -46,7 +46,8 @@ struct NonCommittingSource: RecordSource {
     let base: any RecordSource
 
     func setRebalanceHandlers(_ handlers: RebalanceHandlers) {
-        base.setRebalanceHandlers(RebalanceHandlers(onAssign: handlers.onAssign, onRevoke: { _ = handlers.onRevoke($0); return [] }))
+        base.setRebalanceHandlers(RebalanceHandlers(onAssign: handlers.onAssign, onRevoke: { _ = handlers.onRevoke($0); return [] },
+                                                 onRevokeCommitFailed: handlers.onRevokeCommitFailed))
     }
 
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { await base.nextBatch(max: max, timeout: timeout) }

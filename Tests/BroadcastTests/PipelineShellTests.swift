@@ -14,16 +14,19 @@ import Testing
         let clock = ManualClock()
         let pipeline: Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>
 
-        init(sender: ScriptedSender = ScriptedSender(), drain: Duration = .seconds(5), maxInFlight: Int = 8) {
+        init(sender: ScriptedSender = ScriptedSender(), drain: Duration = .seconds(5), maxInFlight: Int = 8,
+             revokeLimit: Duration? = nil, observer: PipelineObserver = PipelineObserver()) {
             self.sender = sender
             var configuration = Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>.Configuration()
             configuration.engine.maxInFlight = maxInFlight
             configuration.engine.drainTimeout = drain
             configuration.engine.revokeTimeout = .seconds(3)
+            configuration.revokeLimit = revokeLimit
             var logger = Logger(label: "test")
             logger.logLevel = .critical
             pipeline = Pipeline(source: source, preparer: OneSendPerRecord(), sender: sender, deadLetters: deadLetters,
-                                configuration: configuration, metrics: PipelineMetrics(categories: []), logger: logger, clock: clock)
+                                configuration: configuration, metrics: PipelineMetrics(categories: []), observer: observer,
+                                logger: logger, clock: clock)
         }
 
         func start() -> Task<Void, any Error> {
@@ -49,6 +52,27 @@ import Testing
         try await running.value
         #expect(h.source.committed[p0] == 3)
         #expect(h.source.committed[p1] == nil, "p1's only send never finished")
+    }
+
+    /// The engine holds a revoke for its in-flight sends (3 s on the manual clock, which the test
+    /// never moves); the consumer's limit (10 ms of real time) passes first: the partition goes
+    /// with nothing committed for it, and the pipeline says so instead of going on silently.
+    @Test(arguments: 0..<20) func aRevokeNotAnsweredWithinTheConsumersLimitIsReported(run: Int) async throws {
+        let gaveUp = Mutex<[[TopicPartition]]>([])
+        let h = Harness(revokeLimit: .milliseconds(10), observer: PipelineObserver(revokeGaveUp: { p in gaveUp.withLock { $0.append(p) } }))
+        let running = h.start()
+        h.source.assign([p0, p1])
+        h.source.push([message(p0, 0), message(p1, 0)])
+        await h.sender.waitForStarted(2)
+        h.sender.answer("1/0", .delivered)
+        #expect(await h.source.revoke([p0]) == [], "the revoke was given up: nothing to commit for p0")
+        #expect(gaveUp.withLock { $0 } == [[p0]])
+        // The send of the partition that went ends later; the pipeline goes on with the other one.
+        h.sender.answer("0/0", .delivered)
+        h.pipeline.requestShutdown()
+        try await running.value
+        #expect(h.source.committed[p1] == 1)
+        #expect(h.source.committed[p0] == nil, "p0 left before its send ended: its next owner sends it again")
     }
 
     @Test(arguments: 0..<20) func sigtermInATotalHubOutageExitsAtTheDrainDeadline(run: Int) async throws {

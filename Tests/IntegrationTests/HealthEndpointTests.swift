@@ -41,6 +41,8 @@ import TestSupport
         let metrics = try await Self.get(base + "/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.body.contains("# TYPE hubcast_sent counter"), "\(metrics.body.prefix(500))")
+        // Its deliveries came from partitions it was assigned: that rebalance is counted.
+        #expect(metrics.body.contains(#"hubcast_rebalances_total{kind="assigned"} 1"#), "\(metrics.body.prefix(2000))")
 
         // The hub stops answering: said on both probes, and both stay 200 (an outage of the hub
         // must not hold up a rollout or a node drain, nor restart the process).

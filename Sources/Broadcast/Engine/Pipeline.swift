@@ -38,6 +38,9 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         public var tickInterval: Duration = .milliseconds(50)
         /// How often the gauges (in flight, concurrency, lag, the sender's own) are refreshed.
         public var gaugeInterval: Duration = .seconds(1)
+        /// How long a revoke may hold the consumer for the engine's answer; nil: the engine's own
+        /// revoke timeout and 5 s for the loop to get to it. Past it the partitions go uncommitted.
+        public var revokeLimit: Duration?
         public init() {}
     }
 
@@ -74,14 +77,31 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         self.clock = clock
         origin = clock.now
         (events, stream) = AsyncStream.makeStream(of: (Event, Duration).self)
-        // Waits for the engine at most its revoke timeout, and a margin for the loop to answer.
-        let revokes = RevokeRendezvous(timeout: configuration.engine.revokeTimeout + .seconds(5))
+        let revokes = RevokeRendezvous(
+            timeout: configuration.revokeLimit ?? configuration.engine.revokeTimeout + .seconds(5),
+            gaveUp: { partitions in
+                metrics.revokeTimeouts.increment()
+                observer.revokeGaveUp(partitions)
+                logger.error("A revoke was not answered in time: the partitions go with nothing committed since the last commit; the next owner sends that work again",
+                             metadata: ["partitions": "\(partitions)"])
+            },
+            answeredLate: { offsets in
+                logger.warning("A revoke was answered after its partitions had gone: these offsets were not committed",
+                               metadata: ["offsets": "\(offsets)"])
+            })
         self.revokes = revokes
         let post: @Sendable (Event) -> Void = { [stream, origin, clock] in stream.yield(($0, origin.duration(to: clock.now))) }
         self.post = post
         source.setRebalanceHandlers(RebalanceHandlers(
-            onAssign: { post(.assigned($0)) },
-            onRevoke: { partitions in revokes.revoke { post(.revoked(partitions, $0)) } }))
+            onAssign: { partitions in
+                metrics.rebalances(.assigned).increment()
+                post(.assigned(partitions))
+            },
+            onRevoke: { partitions in
+                metrics.rebalances(.revoked).increment()
+                return revokes.revoke(partitions) { post(.revoked(partitions, $0)) }
+            },
+            onRevokeCommitFailed: { _, _ in metrics.revokeCommitFailures.increment() }))
         sender.onAttemptFailed { post(.attemptFailed($0)) }
         quota?.exchange.onReport { post(.quotaReport($0)) }
         metrics.concurrency.set(configuration.engine.maxInFlight)

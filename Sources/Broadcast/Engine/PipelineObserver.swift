@@ -1,12 +1,19 @@
+import Kafka
+
 /// Hears what the pipeline reports about the hub (the engine's `reportHubUnavailable` and
-/// `reportHubAvailable`), for readiness probes. Called on the pipeline's loop: it must return at once.
+/// `reportHubAvailable`), for readiness probes, and revokes it gave up waiting for. Called on the
+/// pipeline's loop or the consumer's poll thread: it must return at once.
 public struct PipelineObserver: Sendable {
     public var hubUnavailable: @Sendable (_ reason: String) -> Void
     public var hubAvailable: @Sendable () -> Void
+    /// A revoke the engine did not answer in time: these partitions went with nothing committed.
+    public var revokeGaveUp: @Sendable (_ partitions: [TopicPartition]) -> Void
 
     public init(hubUnavailable: @escaping @Sendable (_ reason: String) -> Void = { _ in },
-                hubAvailable: @escaping @Sendable () -> Void = {}) {
+                hubAvailable: @escaping @Sendable () -> Void = {},
+                revokeGaveUp: @escaping @Sendable (_ partitions: [TopicPartition]) -> Void = { _ in }) {
         self.hubUnavailable = hubUnavailable
         self.hubAvailable = hubAvailable
+        self.revokeGaveUp = revokeGaveUp
     }
 }

@@ -35,6 +35,16 @@ public struct PipelineMetrics: Sendable {
     public let quotaPeers = Meter(label: "hubcast_quota_peers")
     public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
     public let sendLatency = Timer(label: "hubcast_send_latency")
+    /// Revokes the engine did not answer in time: those partitions went with nothing committed.
+    public let revokeTimeouts = Counter(label: "hubcast_rebalance_timeouts_total")
+    /// Commits of a revoke's finished work the broker refused: the next owner sends that work again.
+    public let revokeCommitFailures = Counter(label: "hubcast_revoke_commit_failures_total")
+    private let rebalanceCounters = Rebalance.allCases.map { Counter(label: "hubcast_rebalances_total", dimensions: [("kind", "\($0)")]) }
+
+    public enum Rebalance: Int, CaseIterable, Sendable { case assigned, revoked }
+
+    /// Partitions given to this instance (`assigned`) or taken from it (`revoked`), one per rebalance callback.
+    public func rebalances(_ kind: Rebalance) -> Counter { rebalanceCounters[kind.rawValue] }
     /// Kafka timestamp → hub accepted, one timer per (priority, category): indexed by the
     /// priority's raw value, then the category's place in `categoryIndex`.
     private let endToEnd: [[Timer]]

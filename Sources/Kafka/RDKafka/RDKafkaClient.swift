@@ -21,6 +21,7 @@ final class RDKafkaClient: @unchecked Sendable {
     final class Callbacks: @unchecked Sendable {
         let logger: Logger
         var onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])?
+        var onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)?
         // The rebalance callback must assign through the client that owns the handle.
         weak var client: RDKafkaClient?
         init(logger: Logger) { self.logger = logger }
@@ -34,7 +35,8 @@ final class RDKafkaClient: @unchecked Sendable {
 
     init(
         role: Role, properties: [String: String], logger: Logger,
-        onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])? = nil
+        onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])? = nil,
+        onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)? = nil
     ) throws(KafkaError) {
         let conf = rd_kafka_conf_new()!
         var errorText = [CChar](repeating: 0, count: 512)
@@ -50,6 +52,7 @@ final class RDKafkaClient: @unchecked Sendable {
         }
         let callbacks = Callbacks(logger: logger)
         callbacks.onRebalance = onRebalance
+        callbacks.onRevokeCommitFailed = onRevokeCommitFailed
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(callbacks).toOpaque())
         rd_kafka_conf_set_log_cb(conf, rdLogCallback)
         rd_kafka_conf_set_error_cb(conf, rdErrorCallback)
@@ -240,12 +243,13 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     private func commitOnRevoke(_ offsets: [TopicPartitionOffset]) {
-        do {
+        do throws(KafkaError) {
             try commit(offsets)
         } catch {
             // A real broker accepts this commit; the dev broker refuses commits during a rebalance.
-            callbacks.logger.warning("Commit on revoke failed; the next owner re-reads from the last commit",
-                                     metadata: ["error": "\(error)"])
+            callbacks.logger.warning("Commit on revoke failed; the next owner re-reads these partitions from their last commit",
+                                     metadata: ["error": "\(error)", "offsets": "\(offsets)"])
+            callbacks.onRevokeCommitFailed?(offsets, error)
         }
     }
 
