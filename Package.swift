@@ -189,6 +189,7 @@ let package = Package(
             "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "DequeModule", package: "swift-collections"),
         ]),
         .testTarget(name: "HealthTests", dependencies: [
             "Health", "OperationsEndpoint", "Broadcast", "Kafka",

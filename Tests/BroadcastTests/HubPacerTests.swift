@@ -1,4 +1,5 @@
 import Broadcast
+import DequeModule
 import TestSupport
 import Testing
 
@@ -44,8 +45,9 @@ struct PacerSimulation {
     /// nil: unlimited demand.
     var items: Int?
     private var random = SeededGenerator(seed: 7)
-    private var ready: [Int] = []
-    private var waiting: [(notBefore: Duration, item: Int)] = []
+    // Deques: in a storm thousands of throttled items wait, and an array's removeFirst copies them all.
+    private var ready: Deque<Int> = []
+    private var waiting: Deque<(notBefore: Duration, item: Int)> = []
     private var nextItem = 0
     private(set) var acceptedAt: [Duration] = []
     private(set) var takenAt: [Duration] = []
@@ -53,7 +55,7 @@ struct PacerSimulation {
     /// Retries that went before the Retry-After of the throttle they follow (must stay zero).
     private(set) var earlyRetries = 0
     private var retryDue: [Int: Duration] = [:]
-    private var inFlight: [(at: Duration, accepted: Bool, epoch: Int, item: Int)] = []
+    private var inFlight: Deque<(at: Duration, accepted: Bool, epoch: Int, item: Int)> = []
     private(set) var now: Duration = .zero
 
     init(pacer: HubPacer = HubPacer(), quota: SimulatedQuota = SimulatedQuota(rate: 1e9, burst: 1e9)) {
@@ -63,8 +65,12 @@ struct PacerSimulation {
 
     var allAccepted: Bool { items.map { acceptedAt.count >= $0 } ?? false }
 
-    mutating func run(until end: Duration, quotaChange: (at: Duration, rate: Double)? = nil) {
+    mutating func run(until end: Duration, quotaChange: (at: Duration, rate: Double)? = nil) async {
+        // CPU-bound on the cooperative pool (two threads on two cores): let other tests run between steps.
+        var steps = 0
         while now < end && !allAccepted {
+            steps += 1
+            if steps % 4096 == 0 { await Task.yield() }
             if let change = quotaChange, now >= change.at, quota.rate != change.rate {
                 quota.rate = change.rate
                 quota.burst = change.rate / 10
@@ -117,9 +123,9 @@ struct PacerSimulation {
 
 @Suite struct HubPacerTests {
     @Test(arguments: [100.0, 500, 2000, 5000])
-    func findsAQuotaFromAColdStart(quota: Double) {
+    func findsAQuotaFromAColdStart(quota: Double) async {
         var sim = PacerSimulation(quota: SimulatedQuota(rate: quota, burst: quota / 10))
-        sim.run(until: .seconds(60))
+        await sim.run(until: .seconds(60))
         let goodput = sim.acceptedPerSecond(from: .zero, to: .seconds(60)) / quota
         let settled = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(60)) / quota
         #expect(goodput >= 0.9, "over the whole minute, cold start included: \(goodput)")
@@ -128,9 +134,9 @@ struct PacerSimulation {
     }
 
     @Test(arguments: [(1000.0, 2000.0), (2000.0, 1000.0), (1000.0, 300.0)])
-    func followsAQuotaThatMoves(from: Double, to: Double) {
+    func followsAQuotaThatMoves(from: Double, to: Double) async {
         var sim = PacerSimulation(quota: SimulatedQuota(rate: from, burst: from / 10))
-        sim.run(until: .seconds(120), quotaChange: (.seconds(30), to))
+        await sim.run(until: .seconds(120), quotaChange: (.seconds(30), to))
         let before = sim.acceptedPerSecond(from: .seconds(15), to: .seconds(30)) / from
         let after = sim.acceptedPerSecond(from: .seconds(90), to: .seconds(120)) / to
         #expect(before >= 0.9, "before the change: \(before)")
@@ -138,23 +144,23 @@ struct PacerSimulation {
         #expect(sim.throttledShare <= 0.05)
     }
 
-    @Test func aStormOfRefusalsLeavesNoLowCeilingBehind() {
+    @Test func aStormOfRefusalsLeavesNoLowCeilingBehind() async {
         // Half of all sends refused for 15 s, then a hub with room for 5,000/s.
         var sim = PacerSimulation(quota: SimulatedQuota(rate: 5000, burst: 250))
         sim.sporadic = 0.5
         sim.sporadicUntil = .seconds(15)
-        sim.run(until: .seconds(45))
+        await sim.run(until: .seconds(45))
         let after = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(45))
         #expect(after >= 0.9 * 5000, "15 s after the storm: \(after)/s")
     }
 
-    @Test func aStormOfRefusalsDoesNotSlowTheAcceptedHalf() {
+    @Test func aStormOfRefusalsDoesNotSlowTheAcceptedHalf() async {
         // Half of all sends refused for 15 s on a hub with no quota in reach: the other half
         // goes at full speed, and the refused ones wait their Retry-After.
         var sim = PacerSimulation()
         sim.sporadic = 0.5
         sim.sporadicUntil = .seconds(15)
-        sim.run(until: .seconds(20))
+        await sim.run(until: .seconds(20))
         let unthrottled = Double(sim.concurrency) / sim.roundTrip.inSeconds
         let during = sim.acceptedPerSecond(from: .seconds(5), to: .seconds(15))
         #expect(during >= 0.4 * unthrottled, "during the storm: \(during)/s of \(unthrottled)/s")
@@ -162,22 +168,22 @@ struct PacerSimulation {
     }
 
     @Test(arguments: [1.0 / 7, 0.02, 0.3])
-    func sporadicThrottlingKeepsFullSpeed(share: Double) {
+    func sporadicThrottlingKeepsFullSpeed(share: Double) async {
         // A hub that throttles a share of requests whatever the rate: only those wait.
         var sim = PacerSimulation()
         sim.sporadic = share
-        sim.run(until: .seconds(30))
+        await sim.run(until: .seconds(30))
         let unthrottled = Double(sim.concurrency) / sim.roundTrip.inSeconds
         let accepted = sim.acceptedPerSecond(from: .seconds(10), to: .seconds(30))
         #expect(accepted >= 0.85 * (1 - share) * unthrottled, "accepted \(accepted)/s of \(unthrottled)/s")
         #expect(sim.pacer.sporadicShare > 0, "the share was learnt")
     }
 
-    @Test func sixHundredItemsOnAHubThrottlingOneInSevenAreAllAcceptedAtOnce() {
+    @Test func sixHundredItemsOnAHubThrottlingOneInSevenAreAllAcceptedAtOnce() async {
         var sim = PacerSimulation()
         sim.sporadic = 1.0 / 7
         sim.items = 600
-        sim.run(until: .seconds(60))
+        await sim.run(until: .seconds(60))
         #expect(sim.allAccepted)
         // Four rounds of one-second Retry-After leave 600 × 7⁻⁴ ≈ 0.25 unsent.
         #expect(sim.acceptedAt.last.map { $0 < .seconds(8) } == true, "last accepted at \(String(describing: sim.acceptedAt.last))")
@@ -185,10 +191,10 @@ struct PacerSimulation {
     }
 
     @Test(arguments: [200.0, 2000])
-    func aQuotaWithSporadicThrottlingOnTopIsStillFound(quota: Double) {
+    func aQuotaWithSporadicThrottlingOnTopIsStillFound(quota: Double) async {
         var sim = PacerSimulation(quota: SimulatedQuota(rate: quota, burst: quota / 10))
         sim.sporadic = 0.05
-        sim.run(until: .seconds(60))
+        await sim.run(until: .seconds(60))
         let goodput = sim.acceptedPerSecond(from: .zero, to: .seconds(60)) / quota
         let settled = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(60)) / quota
         #expect(goodput >= 0.85, "over the whole minute: \(goodput)")
@@ -196,11 +202,11 @@ struct PacerSimulation {
         #expect(sim.throttledShare <= 0.15, "throttled: \(sim.throttledShare)")
     }
 
-    @Test func afterAQuietSpellTheRateIsWhatTheHubLastTookNotTheStormsTrickle() {
+    @Test func afterAQuietSpellTheRateIsWhatTheHubLastTookNotTheStormsTrickle() async {
         // A quota found, then a quiet minute: breaking news goes out at about the rate the hub
         // last took.
         var sim = PacerSimulation(quota: SimulatedQuota(rate: 3000, burst: 300))
-        sim.run(until: .seconds(30))
+        await sim.run(until: .seconds(30))
         let taken = sim.acceptedPerSecond(from: .seconds(29), to: .seconds(30))
         let afterQuiet = sim.pacer.rate(now: sim.now + .seconds(60)) ?? .infinity
         #expect(afterQuiet >= 0.9 * taken, "after a minute without sends: \(afterQuiet)/s, \(taken)/s before")
@@ -264,13 +270,13 @@ struct PacerSimulation {
         #expect(pacer.take(now: pacer.pausedUntil) == pacer.epoch)
     }
 
-    @Test func neverExceedsMaxRate() {
+    @Test func neverExceedsMaxRate() async {
         var configuration = HubPacer.Configuration()
         configuration.maxRate = 200
         // A hub that never throttles, and one whose quota is above the cap: both stay under it.
         for quota in [1_000_000.0, 250] {
             var sim = PacerSimulation(pacer: HubPacer(configuration: configuration), quota: SimulatedQuota(rate: quota, burst: quota / 10))
-            sim.run(until: .seconds(20))
+            await sim.run(until: .seconds(20))
             let capacity = max(1, 200 * configuration.burst.inSeconds)
             var start = 0
             for (end, t) in sim.takenAt.enumerated() {
@@ -282,11 +288,11 @@ struct PacerSimulation {
         }
     }
 
-    @Test func aThrottleAtTheCapStillLowersTheRate() {
+    @Test func aThrottleAtTheCapStillLowersTheRate() async {
         var configuration = HubPacer.Configuration()
         configuration.maxRate = 1000
         var sim = PacerSimulation(pacer: HubPacer(configuration: configuration), quota: SimulatedQuota(rate: 400, burst: 40))
-        sim.run(until: .seconds(60))
+        await sim.run(until: .seconds(60))
         let settled = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(60))
         #expect(settled >= 360 && settled <= 404, "a wrong --max-rate is corrected by throttling: \(settled)")
     }

@@ -1,4 +1,5 @@
 import Broadcast
+import DequeModule
 import Testing
 
 /// Several instances, each with its pacer and its backlog, sending to one hub whose quota they
@@ -12,8 +13,9 @@ struct GroupSimulation {
         var book: QuotaShare
         /// Items not yet accepted, ready to go (throttled ones come back after their Retry-After).
         var backlog: Int
-        var retries: [Duration] = []
-        var inFlight: [(at: Duration, accepted: Bool, epoch: Int)] = []
+        /// When each throttled send may go again, in order (answers come in the order sent).
+        var retries: Deque<Duration> = []
+        var inFlight: Deque<(at: Duration, accepted: Bool, epoch: Int)> = []
         var joinAt: Duration = .zero
         /// When it stops: with a last report saying so (SIGTERM) or silently (SIGKILL).
         var leaveAt: Duration?
@@ -54,8 +56,12 @@ struct GroupSimulation {
         instances = backlogs.enumerated().map { Instance(name: "i\($0.offset)", backlog: $0.element) }
     }
 
-    mutating func run(until end: Duration) {
+    mutating func run(until end: Duration) async {
+        // CPU-bound on the cooperative pool (two threads on two cores): let other tests run between steps.
+        var steps = 0
         while now < end {
+            steps += 1
+            if steps % 4096 == 0 { await Task.yield() }
             if now >= nextReportAt {
                 exchange()
                 nextReportAt = now + interval
@@ -114,15 +120,15 @@ struct GroupSimulation {
                 s.retries.append(first.at + retryAfter)
             }
         }
+        while let first = s.retries.first, first <= now { s.retries.removeFirst() }
         guard s.active(now), !(s.stalled?.contains(now) ?? false) else { return }
-        let held = s.retries.count { $0 > now }
+        let held = s.retries.count
         while s.inFlight.count < concurrency, s.waiting - held > 0, let epoch = s.pacer.take(now: now) {
             takenAt.append(now)
             let accepted = quota.admit(now: now)
             if !accepted { throttledAt.append(now) }
             s.inFlight.append((now + roundTrip, accepted, epoch))
         }
-        s.retries.removeAll { $0 <= now }
     }
 
     func acceptedPerSecond(from start: Duration, to end: Duration) -> Double {
@@ -147,10 +153,10 @@ struct GroupSimulation {
     /// `hearsFrom`: 0, or 3 s (each learns a rate from its own part of the traffic first, as when
     /// the quota topic's consumer is still joining its group).
     @Test(arguments: 1...8, [0, 3])
-    func instancesStartedTogetherWithSkewedBacklogsShareTheWholeQuota(instances: Int, hearsFrom: Int) {
+    func instancesStartedTogetherWithSkewedBacklogsShareTheWholeQuota(instances: Int, hearsFrom: Int) async {
         var sim = GroupSimulation(quota: Self.quota, backlogs: GroupSimulation.skewed(instances, total: 40_000))
         for i in sim.instances.indices { sim.instances[i].hearsFrom = .seconds(Int64(hearsFrom)) }
-        sim.run(until: .seconds(30))
+        await sim.run(until: .seconds(30))
         // The small backlogs run dry on the way: their share goes to the others.
         let settled = sim.acceptedPerSecond(from: .seconds(10), to: .seconds(30)) / Self.quota
         let whole = sim.acceptedPerSecond(from: .zero, to: .seconds(30)) / Self.quota
@@ -165,11 +171,11 @@ struct GroupSimulation {
     }
 
     @Test(arguments: [false, true])
-    func whenAnInstanceLeavesTheOthersTakeItsShareWithinFiveSeconds(silently: Bool) {
+    func whenAnInstanceLeavesTheOthersTakeItsShareWithinFiveSeconds(silently: Bool) async {
         var sim = GroupSimulation(quota: Self.quota, backlogs: [20_000, 20_000, 20_000])
         sim.instances[1].leaveAt = .seconds(20)
         sim.instances[1].leavesSilently = silently
-        sim.run(until: .seconds(30))
+        await sim.run(until: .seconds(30))
         let before = sim.acceptedPerSecond(from: .seconds(10), to: .seconds(20)) / Self.quota
         let after = sim.acceptedPerSecond(from: .seconds(25), to: .seconds(30)) / Self.quota
         #expect(before >= 0.9, "three instances: \(before)")
@@ -177,10 +183,10 @@ struct GroupSimulation {
         #expect(sim.throttledShare(from: .zero, to: .seconds(30)) <= 0.02)
     }
 
-    @Test func anInstanceThatJoinsStartsFromTheGroupsRateWithoutAThrottleStorm() {
+    @Test func anInstanceThatJoinsStartsFromTheGroupsRateWithoutAThrottleStorm() async {
         var sim = GroupSimulation(quota: Self.quota, backlogs: [20_000, 20_000, 20_000])
         sim.instances[2].joinAt = .seconds(20)
-        sim.run(until: .seconds(30))
+        await sim.run(until: .seconds(30))
         let around = sim.throttledShare(from: .seconds(15), to: .seconds(25))
         let after = sim.acceptedPerSecond(from: .seconds(22), to: .seconds(30)) / Self.quota
         #expect(around <= 0.02, "throttled around the join: \(around)")
@@ -189,21 +195,21 @@ struct GroupSimulation {
     }
 
     @Test(arguments: [1, 2])
-    func aRebalanceStallIsNotTakenForTheQuota(instances: Int) {
+    func aRebalanceStallIsNotTakenForTheQuota(instances: Int) async {
         // Nothing sent for 6 s (the partitions moving), then the backlog again: the throttle that
         // follows measures the hub after the stall, not the second that was mostly silence.
         var sim = GroupSimulation(quota: Self.quota, backlogs: [Int](repeating: 30_000, count: instances))
         for i in sim.instances.indices { sim.instances[i].stalled = Duration.seconds(10) ..< Duration.seconds(16) }
-        sim.run(until: .seconds(25))
+        await sim.run(until: .seconds(25))
         let after = sim.acceptedPerSecond(from: .seconds(18), to: .seconds(25)) / Self.quota
         #expect(after >= 0.9, "after the stall: \(after)")
     }
 
-    @Test func aQuietInstanceHoldsNoShare() {
+    @Test func aQuietInstanceHoldsNoShare() async {
         // One instance with little to send, one with a backlog: the busy one gets what the quiet
         // one does not use.
         var sim = GroupSimulation(quota: Self.quota, backlogs: [50, 30_000])
-        sim.run(until: .seconds(20))
+        await sim.run(until: .seconds(20))
         let settled = sim.acceptedPerSecond(from: .seconds(5), to: .seconds(20)) / Self.quota
         #expect(settled >= 0.9, "\(settled)")
     }
