@@ -1,5 +1,5 @@
 # hubcast: the two quick-start targets are `make demo` and `make test`; both run `setup` first.
-.PHONY: setup build test demo bench bench-quick bench-tools bench-emulator bench-micro bench-backend faults deploy-check image image-test clean
+.PHONY: setup build test lint format demo bench bench-quick bench-tools bench-emulator bench-micro bench-backend faults deploy-check image image-test clean
 
 setup:
 	@bash deploy/setup.sh
@@ -12,6 +12,14 @@ test: build
 	swift build --build-tests
 	bash deploy/tansu.sh
 	swift test --skip-build
+
+# Style: swift-format (the toolchain's `swift format`) with .swift-format; `make format` rewrites in place.
+SWIFT_SOURCES = Package.swift Sources Tests benchmarks/micro/Package.swift benchmarks/micro/Benchmarks
+lint:
+	swift format lint --strict --recursive --parallel $(SWIFT_SOURCES)
+
+format:
+	swift format format --in-place --recursive --parallel $(SWIFT_SOURCES)
 
 # The whole product on loopback: dev broker, emulator, sample news, pipeline, summary.
 demo: build

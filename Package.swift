@@ -171,7 +171,8 @@ let package = Package(
         .executableTarget(
             name: "hubcast",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Health", "OperationsEndpoint", "Demo", "Replay", "Backend",
+                "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Health",
+                "OperationsEndpoint", "Demo", "Replay", "Backend",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -184,23 +185,39 @@ let package = Package(
 
         .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
-        .testTarget(name: "HubEmulatorTests", dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]),
-        .testTarget(name: "BroadcastTests", dependencies: [
-            "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
-            .product(name: "PropertyBased", package: "swift-property-based"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "DequeModule", package: "swift-collections"),
-        ]),
-        .testTarget(name: "HealthTests", dependencies: [
-            "Health", "OperationsEndpoint", "Broadcast", "Kafka",
-            .product(name: "HummingbirdTesting", package: "hummingbird"),
-        ]),
+        .testTarget(
+            name: "HubEmulatorTests",
+            dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]
+        ),
+        .testTarget(
+            name: "BroadcastTests",
+            dependencies: [
+                "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .testTarget(
+            name: "HealthTests",
+            dependencies: [
+                "Health", "OperationsEndpoint", "Broadcast", "Kafka",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
         .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "CCurl", "TestSupport"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"], exclude: ["Help"]),
-        .testTarget(name: "BackendTests", dependencies: [
-            "Backend", "NotificationHubs", "TestSupport",
-            .product(name: "JWTKit", package: "jwt-kit"),
-        ]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"],
+            exclude: ["Help"]
+        ),
+        .testTarget(
+            name: "BackendTests",
+            dependencies: [
+                "Backend", "NotificationHubs", "TestSupport",
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
         // Starting and stopping the real servers (dev broker, emulator, nginx) for tests.
         .target(name: "TestSupport", dependencies: ["Kafka"], path: "Tests/TestSupport"),
     ],

@@ -29,8 +29,14 @@ public struct BackendServer: Service, CustomStringConvertible {
     let logger: Logger
     let onRunning: @Sendable (Int) async -> Void
 
-    public init(api: BackendAPI, host: String, port: Int, tls files: TLSFiles?, logger: Logger,
-                onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws(Invalid) {
+    public init(
+        api: BackendAPI,
+        host: String,
+        port: Int,
+        tls files: TLSFiles?,
+        logger: Logger,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws(Invalid) {
         self.api = api
         self.host = host
         self.port = port
@@ -38,7 +44,9 @@ public struct BackendServer: Service, CustomStringConvertible {
         self.onRunning = onRunning
         if let files {
             do {
-                let chain = try NIOSSLCertificate.fromPEMFile(files.certificatePath).map { NIOSSLCertificateSource.certificate($0) }
+                let chain = try NIOSSLCertificate.fromPEMFile(files.certificatePath).map {
+                    NIOSSLCertificateSource.certificate($0)
+                }
                 let key = try NIOSSLPrivateKey(file: files.keyPath, format: .pem)
                 tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
             } catch {
@@ -51,15 +59,27 @@ public struct BackendServer: Service, CustomStringConvertible {
 
     public func run() async throws {
         let onRunning = self.onRunning
-        let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "hubcast-backend")
+        let configuration = ApplicationConfiguration(
+            address: .hostname(host, port: port),
+            serverName: "hubcast-backend"
+        )
         // Hummingbird's own request logging stays at its defaults (it never logs URIs at info).
         if let tls {
-            let app = Application(router: api.router(), server: try .tls(.http1(), tlsConfiguration: tls), configuration: configuration,
-                                  onServerRunning: { await onRunning($0.localAddress?.port ?? 0) }, logger: logger)
+            let app = Application(
+                router: api.router(),
+                server: try .tls(.http1(), tlsConfiguration: tls),
+                configuration: configuration,
+                onServerRunning: { await onRunning($0.localAddress?.port ?? 0) },
+                logger: logger
+            )
             try await app.run()
         } else {
-            let app = Application(router: api.router(), configuration: configuration,
-                                  onServerRunning: { await onRunning($0.localAddress?.port ?? 0) }, logger: logger)
+            let app = Application(
+                router: api.router(),
+                configuration: configuration,
+                onServerRunning: { await onRunning($0.localAddress?.port ?? 0) },
+                logger: logger
+            )
             try await app.run()
         }
     }

@@ -63,30 +63,56 @@ public struct DemoRunner: Sendable {
         valid["(users)", default: 0] += DemoBackendStep.items
 
         // The pipeline, exactly as `hubcast run` wires it.
-        let connection = try ConnectionString(parsing: emulator.configuration.policy.connectionString(
-            keyName: "DefaultFullSharedAccessSignature", host: "127.0.0.1", port: port) ?? "")
+        let connection = try ConnectionString(
+            parsing: emulator.configuration.policy.connectionString(
+                keyName: "DefaultFullSharedAccessSignature",
+                host: "127.0.0.1",
+                port: port
+            ) ?? ""
+        )
         var pipelineConfig = PipelineConfiguration(categories: categories)
         pipelineConfig.concurrency = configuration.concurrency
         pipelineConfig.stopWhenIdle = .seconds(2)
-        var consumerConfig = PipelineService.consumerConfiguration(kafka: kafka, groupID: "hubcast-demo", configuration: pipelineConfig)
+        var consumerConfig = PipelineService.consumerConfiguration(
+            kafka: kafka,
+            groupID: "hubcast-demo",
+            configuration: pipelineConfig
+        )
         consumerConfig.sessionTimeoutMs = 6000
         let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
-        let sender = PipelineService.sender(hub: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
-                                            transport: TransportConfiguration(), configuration: pipelineConfig,
-                                            metrics: pipelineMetrics, logger: logger)
-        let pipeline = PipelineService.pipeline(source: consumer, sender: sender,
-                                                deadLetters: KafkaDeadLetterSink(producer: producer, topic: "news.deadletter"),
-                                                configuration: pipelineConfig, metrics: pipelineMetrics, logger: logger)
+        let sender = PipelineService.sender(
+            hub: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
+            transport: TransportConfiguration(),
+            configuration: pipelineConfig,
+            metrics: pipelineMetrics,
+            logger: logger
+        )
+        let pipeline = PipelineService.pipeline(
+            source: consumer,
+            sender: sender,
+            deadLetters: KafkaDeadLetterSink(producer: producer, topic: "news.deadletter"),
+            configuration: pipelineConfig,
+            metrics: pipelineMetrics,
+            logger: logger
+        )
         // The app backend (seeds 001–003) on the same broker and hub, on a SQLite file of its own.
-        let backendDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-demo-\(UUID().uuidString)")
+        let backendDirectory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hubcast-demo-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: backendDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: backendDirectory) }
-        let backendHub = NotificationHubClient(configuration: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
-                                               transport: CurlTransport(logger: quiet), logger: quiet)
-        let (backend, backendTask) = try await DemoBackendStep.start(directory: backendDirectory,
-                                                                     publisher: NewsPublisher(producer: producer, categories: categories),
-                                                                     hub: backendHub, logger: quiet)
+        let backendHub = NotificationHubClient(
+            configuration: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
+            transport: CurlTransport(logger: quiet),
+            logger: quiet
+        )
+        let (backend, backendTask) = try await DemoBackendStep.start(
+            directory: backendDirectory,
+            publisher: NewsPublisher(producer: producer, categories: categories),
+            hub: backendHub,
+            logger: quiet
+        )
         defer { backendTask.cancel() }
         let backendOutcome = BackendOutcomeBox()
         let backendLogger = quiet
@@ -103,7 +129,9 @@ public struct DemoRunner: Sendable {
                     // latency is the steady state after it: the rest arrive as a newsroom sends them.
                     guard let first = messages.first else { return }
                     _ = try await producer.send(topic: first.topic, value: first.value)
-                    while metrics.snapshot(resettingIntervals: false).counter("hubcast_sent") == 0 { try await Task.sleep(for: .milliseconds(10)) }
+                    while metrics.snapshot(resettingIntervals: false).counter("hubcast_sent") == 0 {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
                     _ = metrics.snapshot(resettingIntervals: true)
                     for message in messages.dropFirst() {
                         _ = try await producer.send(topic: message.topic, value: message.value)
@@ -119,8 +147,16 @@ public struct DemoRunner: Sendable {
         let elapsed = ContinuousClock.now - started
         try await producer.close()
         return DemoSummary(
-            brokers: broker.bootstrapServers, emulatorURL: "http://127.0.0.1:\(port)/", devices: configuration.devices, followers: followers,
-            validItems: valid, backend: await backendOutcome.value, deliveries: emulator.deliveries(), metrics: metrics.snapshot(resettingIntervals: false), elapsed: elapsed)
+            brokers: broker.bootstrapServers,
+            emulatorURL: "http://127.0.0.1:\(port)/",
+            devices: configuration.devices,
+            followers: followers,
+            validItems: valid,
+            backend: await backendOutcome.value,
+            deliveries: emulator.deliveries(),
+            metrics: metrics.snapshot(resettingIntervals: false),
+            elapsed: elapsed
+        )
     }
 }
 

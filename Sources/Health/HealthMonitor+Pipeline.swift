@@ -5,7 +5,10 @@ import Kafka
 extension HealthMonitor {
     /// Hears the pipeline's verdicts on the hub.
     public var pipelineObserver: PipelineObserver {
-        PipelineObserver(hubUnavailable: { [self] in hubUnavailable(reason: $0) }, hubAvailable: { [self] in hubAvailable() })
+        PipelineObserver(
+            hubUnavailable: { [self] in hubUnavailable(reason: $0) },
+            hubAvailable: { [self] in hubAvailable() }
+        )
     }
 
     /// `source`, telling this monitor of its rebalances.
@@ -26,21 +29,26 @@ struct HealthReportingSource: RecordSource {
 
     func setRebalanceHandlers(_ handlers: RebalanceHandlers) {
         let monitor = self.monitor
-        base.setRebalanceHandlers(RebalanceHandlers(
-            onAssign: { partitions in
-                monitor.assigned(partitions)
-                handlers.onAssign(partitions)
-            },
-            onRevoke: { partitions in
-                // The pipeline commits first; the partitions count as owned until they have gone.
-                let offsets = handlers.onRevoke(partitions)
-                monitor.revoked(partitions)
-                return offsets
-            },
-            onRevokeCommitFailed: handlers.onRevokeCommitFailed))
+        base.setRebalanceHandlers(
+            RebalanceHandlers(
+                onAssign: { partitions in
+                    monitor.assigned(partitions)
+                    handlers.onAssign(partitions)
+                },
+                onRevoke: { partitions in
+                    // The pipeline commits first; the partitions count as owned until they have gone.
+                    let offsets = handlers.onRevoke(partitions)
+                    monitor.revoked(partitions)
+                    return offsets
+                },
+                onRevokeCommitFailed: handlers.onRevokeCommitFailed
+            )
+        )
     }
 
-    func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { await base.nextBatch(max: max, timeout: timeout) }
+    func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
+        await base.nextBatch(max: max, timeout: timeout)
+    }
     func commit(_ offsets: [TopicPartitionOffset]) async throws { try await base.commit(offsets) }
     var lag: Int64 { base.lag }
     func pause(_ partitions: [TopicPartition]) { base.pause(partitions) }

@@ -36,12 +36,18 @@ public final class HealthMonitor: Sendable {
 
     public func liveness() -> HealthState.Verdict {
         let now = self.now
-        return state.withLock { observePoll(&$0, now: now); return $0.liveness(now: now) }
+        return state.withLock {
+            observePoll(&$0, now: now)
+            return $0.liveness(now: now)
+        }
     }
 
     public func readiness() -> HealthState.Verdict {
         let now = self.now
-        return state.withLock { observePoll(&$0, now: now); return $0.readiness(now: now) }
+        return state.withLock {
+            observePoll(&$0, now: now)
+            return $0.readiness(now: now)
+        }
     }
 
     private func observePoll(_ state: inout HealthState, now: Duration) {
@@ -56,8 +62,12 @@ extension HealthState.Verdict {
             "healthy": healthy,
             "reasons": reasons,
             "notes": notes,
-            "checks": Dictionary(checks.map { ($0.name, ["passed": $0.passed, "detail": $0.detail, "decides": $0.decides] as [String: Any]) },
-                                 uniquingKeysWith: { first, _ in first }),
+            "checks": Dictionary(
+                checks.map {
+                    ($0.name, ["passed": $0.passed, "detail": $0.detail, "decides": $0.decides] as [String: Any])
+                },
+                uniquingKeysWith: { first, _ in first }
+            ),
         ]
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)

@@ -114,26 +114,43 @@ public struct HealthState: Sendable, Equatable {
 
     /// `GET /healthz`: the process is alive and its poll loop turns (the hub's state said, not deciding).
     public func liveness(now: Duration) -> Verdict {
-        guard configuration.consumes else { return Verdict(checks: [Check(name: "process", passed: true, detail: "running")]) }
+        guard configuration.consumes else {
+            return Verdict(checks: [Check(name: "process", passed: true, detail: "running")])
+        }
         let still = now - lastPollProgressAt
-        return Verdict(checks: [Check(name: "pollLoop", passed: still <= configuration.pollStallLimit,
-                                      detail: still <= configuration.pollStallLimit ? "turning" : "no turn for \(still.components.seconds) s"),
-                                hubCheck])
+        return Verdict(checks: [
+            Check(
+                name: "pollLoop",
+                passed: still <= configuration.pollStallLimit,
+                detail: still <= configuration.pollStallLimit ? "turning" : "no turn for \(still.components.seconds) s"
+            ),
+            hubCheck,
+        ])
     }
 
     /// `GET /readyz`: alive, and able to do its work now.
     public func readiness(now: Duration) -> Verdict {
         var checks = liveness(now: now).checks
         if configuration.usesStore {
-            checks.append(storeFailure.map { Check(name: "store", passed: false, detail: "not answering: \($0)") }
-                          ?? Check(name: "store", passed: true, detail: "answering"))
+            checks.append(
+                storeFailure.map { Check(name: "store", passed: false, detail: "not answering: \($0)") }
+                    ?? Check(name: "store", passed: true, detail: "answering")
+            )
         }
         guard configuration.consumes else { return Verdict(checks: checks) }
-        checks.append(Check(name: "partitions", passed: true, detail: owned.isEmpty
-            ? (joining ? "joining the group" : "none assigned: idle until the next rebalance gives it some")
-            : "\(owned.count) assigned"))
-        checks.append(deadLetterFailure.map { Check(name: "deadLetters", passed: false, detail: "write failed: \($0)") }
-                      ?? Check(name: "deadLetters", passed: true, detail: "writable"))
+        checks.append(
+            Check(
+                name: "partitions",
+                passed: true,
+                detail: owned.isEmpty
+                    ? (joining ? "joining the group" : "none assigned: idle until the next rebalance gives it some")
+                    : "\(owned.count) assigned"
+            )
+        )
+        checks.append(
+            deadLetterFailure.map { Check(name: "deadLetters", passed: false, detail: "write failed: \($0)") }
+                ?? Check(name: "deadLetters", passed: true, detail: "writable")
+        )
         return Verdict(checks: checks)
     }
 

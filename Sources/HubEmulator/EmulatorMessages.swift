@@ -15,13 +15,21 @@ public struct EmulatorRequest: Sendable {
     /// `host:port` the client addressed: part of the SAS resource.
     public var host: String
 
-    public init(method: String, path: String, query: String = "", headers: [String: String] = [:], body: [UInt8] = [], host: String) {
+    public init(
+        method: String,
+        path: String,
+        query: String = "",
+        headers: [String: String] = [:],
+        body: [UInt8] = [],
+        host: String
+    ) {
         self.method = method
         self.path = path
         self.query = query
         queryItems = Self.parse(query)
         // Lowercase only when needed: the server already hands over lowercased names.
-        self.headers = headers.keys.allSatisfy({ $0 == $0.lowercased() })
+        self.headers =
+            headers.keys.allSatisfy({ $0 == $0.lowercased() })
             ? headers : Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { $1 })
         self.body = body
         self.host = host
@@ -61,7 +69,8 @@ public struct EmulatorResponse: Sendable {
 
     /// NH's XML error body.
     static func error(_ status: Int, _ detail: String, retryAfter: Int? = nil) -> EmulatorResponse {
-        let body = "<Error><Code>\(status)</Code><Detail>\(XMLText.escape(detail)) TrackingId:emulator,TimeStamp:\(Date())</Detail></Error>"
+        let body =
+            "<Error><Code>\(status)</Code><Detail>\(XMLText.escape(detail)) TrackingId:emulator,TimeStamp:\(Date())</Detail></Error>"
         var headers = [("Content-Type", "application/xml; charset=utf-8")]
         if let retryAfter { headers.append(("Retry-After", String(retryAfter))) }
         return EmulatorResponse(status: status, headers: headers, body: Array(body.utf8))

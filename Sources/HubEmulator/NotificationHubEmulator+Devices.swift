@@ -12,11 +12,14 @@ extension NotificationHubEmulator {
             if let refused = Self.preconditionFailed(request, current: store.etag(id: id)) { return refused }
             return save(request, id: id, hub: hub, in: store)
         case "GET":
-            guard let registration = store.registration(id: id) else { return .error(404, "Registration \(id) was not found") }
+            guard let registration = store.registration(id: id) else {
+                return .error(404, "Registration \(id) was not found")
+            }
             return atom(200, registration, etag: store.etag(id: id) ?? 0, request: request, hub: hub)
         case "DELETE":
             if let refused = Self.preconditionFailed(request, current: store.etag(id: id)) { return refused }
-            return store.deleteRegistration(id: id) ? EmulatorResponse(status: 200) : .error(404, "Registration \(id) was not found")
+            return store.deleteRegistration(id: id)
+                ? EmulatorResponse(status: 200) : .error(404, "Registration \(id) was not found")
         default:
             return .error(405, "\(request.method) is not allowed on a registration")
         }
@@ -46,8 +49,12 @@ extension NotificationHubEmulator {
     /// 412 when `If-Match` names another version than `current`. `*` is any version: a missing
     /// registration is then the 404 it always is (clients, ours included, delete with `If-Match: *`).
     static func preconditionFailed(_ request: EmulatorRequest, current: Int?) -> EmulatorResponse? {
-        guard let wanted = request.header("if-match")?.trimmingCharacters(in: .whitespaces), wanted != "*" else { return nil }
-        let version = wanted.replacingOccurrences(of: "W/", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        guard let wanted = request.header("if-match")?.trimmingCharacters(in: .whitespaces), wanted != "*" else {
+            return nil
+        }
+        let version = wanted.replacingOccurrences(of: "W/", with: "").trimmingCharacters(
+            in: CharacterSet(charactersIn: "\"")
+        )
         return current.map(String.init) == version ? nil : .error(412, "The registration's ETag is not \(wanted)")
     }
 
@@ -60,13 +67,18 @@ extension NotificationHubEmulator {
             selected = store.registrations(tag: tag)
         } else if let filter = request.queryValue("$filter").map(Self.decodedQueryValue) {
             guard let channel = Self.channelFilter(filter) else {
-                return .error(400, "Unsupported $filter: use ChannelUri, DeviceToken, GcmRegistrationId or FcmV1RegistrationId eq '<handle>'")
+                return .error(
+                    400,
+                    "Unsupported $filter: use ChannelUri, DeviceToken, GcmRegistrationId or FcmV1RegistrationId eq '<handle>'"
+                )
             }
             selected = store.registrations { channel.platforms.contains($0.platform) && channel.matches($0.handle) }
         } else {
             selected = store.registrations { _ in true }
         }
-        guard let top = Int(request.queryValue("$top") ?? "100"), top > 0 else { return .error(400, "$top must be a positive number") }
+        guard let top = Int(request.queryValue("$top") ?? "100"), top > 0 else {
+            return .error(400, "$top must be a positive number")
+        }
         if let after = request.queryValue("ContinuationToken").map(Self.decodedQueryValue) {
             selected = Array(selected.drop { ($0.0.id ?? "") <= after })
         }
@@ -74,11 +86,15 @@ extension NotificationHubEmulator {
         var headers = [("Content-Type", "application/atom+xml;type=feed;charset=utf-8")]
         if page.count < selected.count, let last = page.last?.0.id { headers.append(("X-MS-ContinuationToken", last)) }
         // The feed's own title, id, updated and self link come first, as the service writes them.
-        let feedURL = XMLText.escape(answerURL(request, hub, tag.map { "tags/\($0)/registrations/" } ?? "registrations/"))
+        let feedURL = XMLText.escape(
+            answerURL(request, hub, tag.map { "tags/\($0)/registrations/" } ?? "registrations/")
+        )
         let now = CivilDate.rfc3339(epochSeconds: clock())
-        let feed = #"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">"#
+        let feed =
+            #"<?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom">"#
             + #"<title type="text">Registrations</title><id>\#(feedURL)</id><updated>\#(now)</updated><link rel="self" href="\#(feedURL)"/>"#
-            + page.map { $0.0.atomEntry(answered: answered($0.0, etag: $0.1, request: request, hub: hub, at: now)) }.joined() + "</feed>"
+            + page.map { $0.0.atomEntry(answered: answered($0.0, etag: $0.1, request: request, hub: hub, at: now)) }
+            .joined() + "</feed>"
         return EmulatorResponse(status: 200, headers: headers, body: Array(feed.utf8))
     }
 
@@ -97,7 +113,8 @@ extension NotificationHubEmulator {
 
     static func channelFilter(_ text: String) -> ChannelFilter? {
         let parts = text.split(separator: " ", maxSplits: 2).map(String.init)
-        guard parts.count == 3, parts[1] == "eq", parts[2].count >= 2, parts[2].hasPrefix("'"), parts[2].hasSuffix("'") else { return nil }
+        guard parts.count == 3, parts[1] == "eq", parts[2].count >= 2, parts[2].hasPrefix("'"), parts[2].hasSuffix("'")
+        else { return nil }
         let value = String(parts[2].dropFirst().dropLast())
         switch parts[0] {
         case "ChannelUri": return ChannelFilter(platforms: [.windows], value: value)
@@ -120,13 +137,18 @@ extension NotificationHubEmulator {
             do {
                 installation = try JSONDecoder().decode(Installation.self, from: Data(request.body))
             } catch {
-                return .error(400, "The installation is not valid JSON with installationId, platform and pushChannel: \(Self.decodingProblem(error))")
+                return .error(
+                    400,
+                    "The installation is not valid JSON with installationId, platform and pushChannel: \(Self.decodingProblem(error))"
+                )
             }
             guard installation.installationId == id else { return .error(400, "installationId does not match the URL") }
             if let problem = Self.platformProblem(installation) { return .error(400, problem) }
             return save(installation, in: store)
         case "PATCH":
-            guard var installation = store.installation(id: id) else { return .error(404, "Installation \(id) was not found") }
+            guard var installation = store.installation(id: id) else {
+                return .error(404, "Installation \(id) was not found")
+            }
             guard let operations = try? JSONDecoder().decode([InstallationPatch].self, from: Data(request.body)) else {
                 return .error(400, "The body is not a JSON Patch array")
             }
@@ -135,7 +157,9 @@ extension NotificationHubEmulator {
             }
             return save(installation, in: store)
         case "GET":
-            guard let installation = store.installation(id: id) else { return .error(404, "Installation \(id) was not found") }
+            guard let installation = store.installation(id: id) else {
+                return .error(404, "Installation \(id) was not found")
+            }
             return .json(200, Self.encode(installation))
         case "DELETE":
             _ = store.deleteInstallation(id: id)
@@ -170,7 +194,9 @@ extension NotificationHubEmulator {
         case (.remove, "tags", 2):
             installation.tags = installation.tags?.filter { $0 != path[1] }
         case (.add, "templates", 2), (.replace, "templates", 2):
-            guard let value = op.value, let template = try? JSONDecoder().decode(Installation.Template.self, from: Data(value.utf8)) else {
+            guard let value = op.value,
+                let template = try? JSONDecoder().decode(Installation.Template.self, from: Data(value.utf8))
+            else {
                 return "\(op.op.rawValue) \(op.path) needs a template value {\"body\":…}"
             }
             installation.templates = (installation.templates ?? [:]).merging([path[1]: template]) { $1 }
@@ -189,12 +215,16 @@ extension NotificationHubEmulator {
     static func platformProblem(_ installation: Installation) -> String? {
         let platform = installation.platform.lowercased()
         if otherServicePlatforms.contains(platform) {
-            return "The platform \"\(installation.platform)\" is one the emulator does not model (it models apns, fcmv1, gcm, wns and browser)"
+            return
+                "The platform \"\(installation.platform)\" is one the emulator does not model (it models apns, fcmv1, gcm, wns and browser)"
         }
-        guard modelledPlatforms.contains(platform) else { return "Unknown platform \"\(installation.platform.prefix(40))\"" }
+        guard modelledPlatforms.contains(platform) else {
+            return "Unknown platform \"\(installation.platform.prefix(40))\""
+        }
         if (platform == "browser") != (installation.browserPushChannel != nil) {
-            return platform == "browser" ? "A browser installation's pushChannel is an object with endpoint, p256dh and auth"
-                                         : "pushChannel is an object only for the browser platform"
+            return platform == "browser"
+                ? "A browser installation's pushChannel is an object with endpoint, p256dh and auth"
+                : "pushChannel is an object only for the browser platform"
         }
         return nil
     }
@@ -212,21 +242,45 @@ extension NotificationHubEmulator {
     }
 
     static func tagProblem(_ tags: [String]) -> String? {
-        if tags.count > maxTagsPerDevice { return "A registration carries at most \(maxTagsPerDevice) tags, got \(tags.count)" }
+        if tags.count > maxTagsPerDevice {
+            return "A registration carries at most \(maxTagsPerDevice) tags, got \(tags.count)"
+        }
         if let bad = tags.first(where: { !TagSyntax.isTag($0) }) { return "Invalid tag \"\(bad.prefix(130))\"" }
         return nil
     }
 
-    private func atom(_ status: Int, _ registration: Registration?, etag: Int, request: EmulatorRequest, hub: String) -> EmulatorResponse {
+    private func atom(
+        _ status: Int,
+        _ registration: Registration?,
+        etag: Int,
+        request: EmulatorRequest,
+        hub: String
+    ) -> EmulatorResponse {
         let now = CivilDate.rfc3339(epochSeconds: clock())
-        let body = registration.map { #"<?xml version="1.0" encoding="utf-8"?>"# + $0.atomEntry(answered: answered($0, etag: etag, request: request, hub: hub, at: now)) }
-        return EmulatorResponse(status: status, headers: [("Content-Type", "application/atom+xml;type=entry;charset=utf-8"), ("ETag", "W/\"\(etag)\"")],
-                                body: Array((body ?? "").utf8))
+        let body = registration.map {
+            #"<?xml version="1.0" encoding="utf-8"?>"#
+                + $0.atomEntry(answered: answered($0, etag: etag, request: request, hub: hub, at: now))
+        }
+        return EmulatorResponse(
+            status: status,
+            headers: [("Content-Type", "application/atom+xml;type=entry;charset=utf-8"), ("ETag", "W/\"\(etag)\"")],
+            body: Array((body ?? "").utf8)
+        )
     }
 
     /// What the service writes around a registration: its URL (Atom `id` and `self` link), version and time.
-    private func answered(_ registration: Registration, etag: Int, request: EmulatorRequest, hub: String, at time: String) -> Registration.Answered {
-        Registration.Answered(etag: etag, url: answerURL(request, hub, "registrations/\(registration.id ?? "")"), updated: time)
+    private func answered(
+        _ registration: Registration,
+        etag: Int,
+        request: EmulatorRequest,
+        hub: String,
+        at time: String
+    ) -> Registration.Answered {
+        Registration.Answered(
+            etag: etag,
+            url: answerURL(request, hub, "registrations/\(registration.id ?? "")"),
+            updated: time
+        )
     }
 
     /// A URL of the hub's as the service writes it into an answer (an Atom `id` or `self` link).

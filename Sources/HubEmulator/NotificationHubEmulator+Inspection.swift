@@ -14,7 +14,10 @@ extension NotificationHubEmulator {
         case ("POST", "faults"):
             let decoder = JSONDecoder()
             let body = Data(request.body)
-            guard let added = (try? decoder.decode([Fault].self, from: body)) ?? (try? decoder.decode(Fault.self, from: body)).map({ [$0] }) else {
+            guard
+                let added = (try? decoder.decode([Fault].self, from: body))
+                    ?? (try? decoder.decode(Fault.self, from: body)).map({ [$0] })
+            else {
                 return .error(400, "A fault is a JSON object such as {\"status\":429,\"rate\":0.3,\"retryAfter\":1}")
             }
             for fault in added { faults.add(fault) }

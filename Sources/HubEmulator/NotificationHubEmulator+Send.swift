@@ -12,7 +12,8 @@ extension NotificationHubEmulator {
         guard let format = request.header("servicebusnotification-format")?.lowercased(), !format.isEmpty else {
             return reject(400, "The ServiceBusNotification-Format header is missing")
         }
-        guard request.header("content-type")?.lowercased().hasPrefix("application/json") == true || format != "template" else {
+        guard request.header("content-type")?.lowercased().hasPrefix("application/json") == true || format != "template"
+        else {
             return reject(400, "A template notification needs Content-Type application/json")
         }
         var expression: TagExpression?
@@ -31,7 +32,9 @@ extension NotificationHubEmulator {
             }
             properties.reserveCapacity(object.count)
             for (name, value) in object {
-                guard case .string(let s) = value else { return reject(400, "Template property \(name) is not a string") }
+                guard case .string(let s) = value else {
+                    return reject(400, "Template property \(name) is not a string")
+                }
                 // Lowercased once here: templates match property names case-insensitively.
                 properties[name.lowercased()] = s
             }
@@ -48,23 +51,40 @@ extension NotificationHubEmulator {
             return response
         }
         let direct = request.queryValue("direct") != nil
-        let match: HubStore.Match = direct
+        let match: HubStore.Match =
+            direct
             ? HubStore.Match(count: 1, sample: [])
             : store.match(format: format, expression: expression, sampleSize: configuration.samplePayloads)
-        let payloads: [[UInt8]] = direct
+        let payloads: [[UInt8]] =
+            direct
             ? [request.body]
             : match.sample.map { $0.template?.render(properties) ?? request.body }
         let id = log.newNotificationID()
-        log.recordSend(.init(notificationID: id, hub: hub, tagExpression: tagHeader, format: format,
-                             matched: match.count, payloads: payloads, devices: match.sample.map(\.device),
-                             atEpochSeconds: Date().timeIntervalSince1970))
-        var response = EmulatorResponse(status: 201, headers: [
-            ("Location", "http://\(request.host)/\(hub)/messages/\(id)?api-version=2020-06"),
-            ("TrackingId", "emulator-\(id)"),
-        ])
+        log.recordSend(
+            .init(
+                notificationID: id,
+                hub: hub,
+                tagExpression: tagHeader,
+                format: format,
+                matched: match.count,
+                payloads: payloads,
+                devices: match.sample.map(\.device),
+                atEpochSeconds: Date().timeIntervalSince1970
+            )
+        )
+        var response = EmulatorResponse(
+            status: 201,
+            headers: [
+                ("Location", "http://\(request.host)/\(hub)/messages/\(id)?api-version=2020-06"),
+                ("TrackingId", "emulator-\(id)"),
+            ]
+        )
         if request.queryValue("test") != nil {
             response.headers.append(("Content-Type", "application/xml; charset=utf-8"))
-            response.body = Array("<NotificationOutcome><Success>\(min(match.count, 10))</Success><Failure>0</Failure><Results/></NotificationOutcome>".utf8)
+            response.body = Array(
+                "<NotificationOutcome><Success>\(min(match.count, 10))</Success><Failure>0</Failure><Results/></NotificationOutcome>"
+                    .utf8
+            )
         }
         response.latencyMs = decision.latencyMs
         return response
@@ -87,7 +107,11 @@ extension NotificationHubEmulator {
             <TemplateOutcomeCounts><Outcome><Name>Success</Name><Count>\(record.matched)</Count></Outcome></TemplateOutcomeCounts>\
             </NotificationDetails>
             """
-        return EmulatorResponse(status: 200, headers: [("Content-Type", "application/xml; charset=utf-8")], body: Array(body.utf8))
+        return EmulatorResponse(
+            status: 200,
+            headers: [("Content-Type", "application/xml; charset=utf-8")],
+            body: Array(body.utf8)
+        )
     }
 
     private func reject(_ status: Int, _ detail: String, retryAfter: Int? = nil) -> EmulatorResponse {

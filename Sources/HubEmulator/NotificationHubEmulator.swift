@@ -24,7 +24,10 @@ public final class NotificationHubEmulator: Sendable {
     private let stores = Mutex<[String: HubStore]>([:])
     let clock: @Sendable () -> Double
 
-    public init(configuration: Configuration = Configuration(), clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    public init(
+        configuration: Configuration = Configuration(),
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.configuration = configuration
         self.clock = clock
         log = DeliveryLog(capacity: configuration.keepDeliveries)
@@ -50,17 +53,25 @@ public final class NotificationHubEmulator: Sendable {
         let parts = request.path.split(separator: "/").map(String.init)
         if parts.first == "_emulator" { return inspect(request, parts) }
         guard let hub = parts.first else { return .error(404, "No hub in the path") }
-        guard request.queryValue("api-version") != nil else { return .error(400, "The api-version query parameter is required") }
+        guard request.queryValue("api-version") != nil else {
+            return .error(400, "The api-version query parameter is required")
+        }
         guard let store = store(hub) else { return .error(404, "The hub \(hub) was not found") }
         let resource = "http://\(request.host)/\(hub)"
         let route = Array(parts.dropFirst())
-        let needed: AccessPolicy.Rights = switch route.first {
-        case "messages": .send
-        case "tags": .manage
-        default: .listen
-        }
+        let needed: AccessPolicy.Rights =
+            switch route.first {
+            case "messages": .send
+            case "tags": .manage
+            default: .listen
+            }
         do {
-            try configuration.policy.authorize(request.header("authorization"), resource: resource, needs: needed, now: clock())
+            try configuration.policy.authorize(
+                request.header("authorization"),
+                resource: resource,
+                needs: needed,
+                now: clock()
+            )
         } catch {
             log.recordStatus(401)
             return .error(401, error.detail)
@@ -69,11 +80,21 @@ public final class NotificationHubEmulator: Sendable {
         case ("POST", 1, "messages"): return send(request, hub: hub, store: store)
         case ("GET", 2, "messages"): return notificationDetails(id: route[1], hub: hub, host: request.host)
         case ("POST", 1, "registrationIDs"):
-            return EmulatorResponse(status: 201, headers: [("Location", "http://\(request.host)/\(hub)/registrations/\(newRegistrationID())?api-version=2020-06")])
-        case ("POST", 1, "registrations"): return createRegistration(request, id: newRegistrationID(), hub: hub, store: store)
+            return EmulatorResponse(
+                status: 201,
+                headers: [
+                    (
+                        "Location",
+                        "http://\(request.host)/\(hub)/registrations/\(newRegistrationID())?api-version=2020-06"
+                    )
+                ]
+            )
+        case ("POST", 1, "registrations"):
+            return createRegistration(request, id: newRegistrationID(), hub: hub, store: store)
         case ("GET", 1, "registrations"): return registrations(request, tag: nil, hub: hub, store: store)
         case (_, 2, "registrations"): return registration(request, id: route[1], hub: hub, store: store)
-        case ("GET", 3, "tags") where route[2] == "registrations": return registrations(request, tag: route[1], hub: hub, store: store)
+        case ("GET", 3, "tags") where route[2] == "registrations":
+            return registrations(request, tag: route[1], hub: hub, store: store)
         case (_, 2, "installations"): return installation(request, id: route[1], store: store)
         default: return .error(404, "No such endpoint: \(request.method) \(request.path)")
         }

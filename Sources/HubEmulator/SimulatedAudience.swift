@@ -4,13 +4,22 @@ import NotificationHubs
 /// Pre-registered simulated devices: seed 000's template, a random subset of the categories and
 /// a `username:user<i>` tag each.
 public enum SimulatedAudience {
-    public static let seedTemplate = Registration.Template(body: #"{"aps":{"alert":"$(messageParam)"}}"#, name: "simpleAPNSTemplate", expiry: "0")
+    public static let seedTemplate = Registration.Template(
+        body: #"{"aps":{"alert":"$(messageParam)"}}"#,
+        name: "simpleAPNSTemplate",
+        expiry: "0"
+    )
 
     /// Registers `count` devices in `hub`; the same seed gives the same audience.
     /// Returns, per category, how many devices follow it.
     @discardableResult
-    public static func populate(_ emulator: NotificationHubEmulator, hub: String, count: Int, seed: UInt64,
-                                categories: [String] = Categories.seedNames) throws -> [String: Int] {
+    public static func populate(
+        _ emulator: NotificationHubEmulator,
+        hub: String,
+        count: Int,
+        seed: UInt64,
+        categories: [String] = Categories.seedNames
+    ) throws -> [String: Int] {
         guard let store = emulator.store(hub) else { return [:] }
         let compiled = try CompiledTemplate(body: seedTemplate.body)
         var rng = SplitMix64(seed: seed)
@@ -23,7 +32,12 @@ public enum SimulatedAudience {
             if tags.isEmpty { tags.append(categories[Int(bits >> 32) % categories.count]) }
             for tag in tags { followers[tag, default: 0] += 1 }
             tags.append("username:user\(i)")
-            let registration = Registration(platform: .apple, handle: String(rng.next(), radix: 16), tags: tags, template: seedTemplate)
+            let registration = Registration(
+                platform: .apple,
+                handle: String(rng.next(), radix: 16),
+                tags: tags,
+                template: seedTemplate
+            )
             store.upsertRegistration(registration, id: "sim-\(i)", compiled: compiled)
         }
         return followers

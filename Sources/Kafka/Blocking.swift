@@ -19,7 +19,9 @@ enum Blocking {
 }
 
 extension Blocking {
-    static func runCatching<T: Sendable>(_ body: @escaping @Sendable () throws(KafkaError) -> T) async -> Result<T, KafkaError> {
+    static func runCatching<T: Sendable>(
+        _ body: @escaping @Sendable () throws(KafkaError) -> T
+    ) async -> Result<T, KafkaError> {
         do throws(KafkaError) { return .success(try await run(body)) } catch { return .failure(error) }
     }
 

@@ -185,7 +185,11 @@ extension KafkaConfiguration {
             }
         }
         guard entries > 0 else {
-            throw Invalid(property: "bootstrap.servers", value: servers, problem: "names no broker (expected host:port[,host:port…])")
+            throw Invalid(
+                property: "bootstrap.servers",
+                value: servers,
+                problem: "names no broker (expected host:port[,host:port…])"
+            )
         }
         for property in Self.fileProperties {
             // `probe` asks librdkafka to look in the usual system locations.
@@ -221,14 +225,16 @@ extension KafkaConfiguration {
                 // No port (librdkafka's default, 9092), or a bare IPv6 address.
                 host = rest
             }
-            guard host.utf8.allSatisfy({ isHostByte($0) || colons > 1 && (isHexDigit($0) || $0 == UInt8(ascii: ":")) }) else {
+            guard host.utf8.allSatisfy({ isHostByte($0) || colons > 1 && (isHexDigit($0) || $0 == UInt8(ascii: ":")) })
+            else {
                 return "has a host name that is not letters, digits, '.', '-' and '_'"
             }
         }
         guard !host.isEmpty else { return "has no host" }
         if let port {
-            guard !port.isEmpty, port.utf8.count <= 5, port.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-                  let number = Int(port), (1...65535).contains(number)
+            guard !port.isEmpty, port.utf8.count <= 5,
+                port.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+                let number = Int(port), (1...65535).contains(number)
             else { return "has a port that is not a number from 1 to 65535" }
         }
         return nil
@@ -236,8 +242,9 @@ extension KafkaConfiguration {
 
     private static func isHostByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
             true
         default:
             false
@@ -246,7 +253,9 @@ extension KafkaConfiguration {
 
     private static func isHexDigit(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
         default: false
         }
     }

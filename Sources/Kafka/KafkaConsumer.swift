@@ -21,20 +21,25 @@ public final class KafkaConsumer: Service, Sendable {
     public let configuration: KafkaConsumerConfiguration
 
     public init(
-        configuration: KafkaConsumerConfiguration, handlers: RebalanceHandlers = RebalanceHandlers(),
+        configuration: KafkaConsumerConfiguration,
+        handlers: RebalanceHandlers = RebalanceHandlers(),
         logger: Logger
     ) throws(KafkaError) {
         guard !configuration.topics.isEmpty else { throw .configuration("the consumer has no topics to subscribe to") }
         guard !configuration.groupID.isEmpty else { throw .configuration("the consumer group id is empty") }
         self.configuration = configuration
         self.logger = logger
-        let pauses = Shared(PauseController(capacity: configuration.bufferCapacity, pauseAfter: configuration.pauseAfter))
+        let pauses = Shared(
+            PauseController(capacity: configuration.bufferCapacity, pauseAfter: configuration.pauseAfter)
+        )
         self.pauses = pauses
         let buffer = self.buffer
         let handlers = Shared(handlers)
         self.handlers = handlers
         client = try RDKafkaClient(
-            role: .consumer, properties: configuration.librdkafkaProperties, logger: logger,
+            role: .consumer,
+            properties: configuration.librdkafkaProperties,
+            logger: logger,
             onRebalance: { kind, partitions in
                 switch kind {
                 case .assign:
@@ -50,7 +55,8 @@ public final class KafkaConsumer: Service, Sendable {
                     return handlers.withLock { $0 }.onRevoke(partitions)
                 }
             },
-            onRevokeCommitFailed: { offsets, error in handlers.withLock { $0 }.onRevokeCommitFailed(offsets, error) })
+            onRevokeCommitFailed: { offsets, error in handlers.withLock { $0 }.onRevokeCommitFailed(offsets, error) }
+        )
     }
 
     /// Replaces the rebalance handlers; call before `run()`.
@@ -98,7 +104,10 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// The group's committed offsets (next offset to read) for these partitions.
-    public func committed(_ partitions: [TopicPartition], timeout: Duration = .seconds(10)) async throws(KafkaError) -> [TopicPartition: Int64] {
+    public func committed(
+        _ partitions: [TopicPartition],
+        timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> [TopicPartition: Int64] {
         let client = self.client
         let ms = timeout.timeoutMs
         return try await Blocking.run { () throws(KafkaError) in try client.committed(partitions, timeoutMs: ms) }
@@ -129,7 +138,6 @@ public final class KafkaConsumer: Service, Sendable {
     public var lag: Int64 {
         client.lag(Array(pauses.withLock { $0.assignment })) + Int64(buffer.count)
     }
-
 
     /// How many times the poll loop has called librdkafka: a liveness probe sees it move.
     public var pollCount: UInt64 { polls.load(ordering: .relaxed) }
@@ -173,7 +181,10 @@ public final class KafkaConsumer: Service, Sendable {
             if !changes.isEmpty {
                 client.pause(changes.pause)
                 client.resume(changes.resume)
-                logger.debug("Pause state changed", metadata: ["paused": "\(changes.pause)", "resumed": "\(changes.resume)"])
+                logger.debug(
+                    "Pause state changed",
+                    metadata: ["paused": "\(changes.pause)", "resumed": "\(changes.resume)"]
+                )
             }
         }
         client.consumerClose()

@@ -35,7 +35,10 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// The client was closed before the operation could finish.
     static let shutDown = KafkaError(
-        code: RD_KAFKA_RESP_ERR__DESTROY.rawValue, message: "the Kafka client is shut down", kind: .shutDown)
+        code: RD_KAFKA_RESP_ERR__DESTROY.rawValue,
+        message: "the Kafka client is shut down",
+        kind: .shutDown
+    )
 
     public var isConfigurationError: Bool { kind == .configuration }
     public var isUnreachable: Bool { kind == .unreachable }

@@ -10,8 +10,13 @@ public struct KafkaMessage: Sendable {
     public var timestampMs: Int64?
 
     public init(
-        topic: String, partition: Int32, offset: Int64, key: [UInt8]? = nil, value: [UInt8],
-        headers: [KafkaHeader] = [], timestampMs: Int64? = nil
+        topic: String,
+        partition: Int32,
+        offset: Int64,
+        key: [UInt8]? = nil,
+        value: [UInt8],
+        headers: [KafkaHeader] = [],
+        timestampMs: Int64? = nil
     ) {
         self.topic = topic
         self.partition = partition

@@ -42,13 +42,18 @@ public final class KafkaProducer: Sendable {
     public func partitionCount(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Int? {
         let client = self.client
         let ms = timeout.timeoutMs
-        return try await Blocking.run { () throws(KafkaError) in try client.partitionCount(topic: topic, timeoutMs: ms) }
+        return try await Blocking.run { () throws(KafkaError) in try client.partitionCount(topic: topic, timeoutMs: ms)
+        }
     }
 
     /// Sends one message and returns once the broker has it (or librdkafka gave up). `timestampMs`
     /// (milliseconds since the epoch): the message's create time; nil: now.
     public func send(
-        topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = [],
+        topic: String,
+        partition: Int32? = nil,
+        key: [UInt8]? = nil,
+        value: [UInt8],
+        headers: [KafkaHeader] = [],
         timestampMs: Int64? = nil
     ) async throws -> DeliveryReport {
         while true {
@@ -59,8 +64,14 @@ public final class KafkaProducer: Sendable {
                     do {
                         try value.withUnsafeBytes { bytes in
                             try client.produce(
-                                topic: topic, partition: partition, key: key, value: bytes, headers: headers,
-                                timestampMs: timestampMs, opaque: box.toOpaque())
+                                topic: topic,
+                                partition: partition,
+                                key: key,
+                                value: bytes,
+                                headers: headers,
+                                timestampMs: timestampMs,
+                                opaque: box.toOpaque()
+                            )
                         }
                     } catch {
                         box.release()
@@ -79,7 +90,9 @@ public final class KafkaProducer: Sendable {
         guard !closed.withLock({ $0 }) else { return }
         let client = self.client
         let ms = timeout.timeoutMs
-        let result: Result<Void, KafkaError> = await Blocking.runCatching { () throws(KafkaError) in try client.flush(timeoutMs: ms) }
+        let result: Result<Void, KafkaError> = await Blocking.runCatching { () throws(KafkaError) in
+            try client.flush(timeoutMs: ms)
+        }
         if !markClosed() {
             let done = pollThreadDone
             await Blocking.wait(done)

@@ -70,7 +70,8 @@ struct PauseController: Sendable, Equatable {
         let desired = (backpressure ? assignment : userPaused.intersection(assignment))
         let changes = Changes(
             pause: desired.subtracting(paused).sorted(by: Self.order),
-            resume: paused.subtracting(desired).sorted(by: Self.order))
+            resume: paused.subtracting(desired).sorted(by: Self.order)
+        )
         paused = desired
         return changes
     }

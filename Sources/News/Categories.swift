@@ -1,4 +1,5 @@
 import NotificationHubs
+
 /// The news categories and the Kafka topic of each: `<prefix><category lowercased>` unless overridden.
 public struct Categories: Sendable, Equatable {
     /// The six categories of the breaking-news seeds.
@@ -10,17 +11,31 @@ public struct Categories: Sendable, Equatable {
     private let categoryByTopic: [String: String]
 
     /// `overrides` maps a category to a topic name of its own.
-    public init(names: [String] = Categories.seedNames, prefix: String = "news.", overrides: [String: String] = [:]) throws(NewsItemError) {
-        guard !names.isEmpty else { throw NewsItemError(kind: .schema, field: "categories", reason: "must name at least one category") }
+    public init(
+        names: [String] = Categories.seedNames,
+        prefix: String = "news.",
+        overrides: [String: String] = [:]
+    ) throws(NewsItemError) {
+        guard !names.isEmpty else {
+            throw NewsItemError(kind: .schema, field: "categories", reason: "must name at least one category")
+        }
         var topics: [String: String] = [:]
         var categories: [String: String] = [:]
         for name in names {
             guard TagSyntax.isTag(name) else {
-                throw NewsItemError(kind: .schema, field: "categories", reason: "has \"\(name)\", which is not a valid tag (letters, digits and _@#.:- up to 120)")
+                throw NewsItemError(
+                    kind: .schema,
+                    field: "categories",
+                    reason: "has \"\(name)\", which is not a valid tag (letters, digits and _@#.:- up to 120)"
+                )
             }
             let topic = overrides[name] ?? prefix + name.lowercased()
             if let other = categories[topic] {
-                throw NewsItemError(kind: .schema, field: "categories", reason: "map both \(other) and \(name) to topic \(topic)")
+                throw NewsItemError(
+                    kind: .schema,
+                    field: "categories",
+                    reason: "map both \(other) and \(name) to topic \(topic)"
+                )
             }
             topics[name] = topic
             categories[topic] = name

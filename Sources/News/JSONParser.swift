@@ -48,9 +48,15 @@ public struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         default: throw error("unexpected \(Self.describe(b))")
         }
@@ -66,7 +72,8 @@ public struct JSONParser {
     /// A byte as an error message shows it: printable ASCII as itself, anything else (a control
     /// character, part of a multi-byte character) as hex, so the message never carries it raw.
     private static func describe(_ b: UInt8) -> String {
-        (0x21...0x7E).contains(b) ? "character '\(Character(Unicode.Scalar(b)))'" : "byte 0x" + String(b, radix: 16, uppercase: true)
+        (0x21...0x7E).contains(b)
+            ? "character '\(Character(Unicode.Scalar(b)))'" : "byte 0x" + String(b, radix: 16, uppercase: true)
     }
 
     private mutating func nest() throws(SyntaxError) {
@@ -80,7 +87,10 @@ public struct JSONParser {
         index += 1
         var object: [String: JSONValue] = [:]
         skipWhitespace()
-        if current == UInt8(ascii: "}") { index += 1; return .object(object) }
+        if current == UInt8(ascii: "}") {
+            index += 1
+            return .object(object)
+        }
         while true {
             skipWhitespace()
             guard current == UInt8(ascii: "\"") else { throw error("expected a string key") }
@@ -93,7 +103,9 @@ public struct JSONParser {
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"): index += 1; return .object(object)
+            case UInt8(ascii: "}"):
+                index += 1
+                return .object(object)
             default: throw error("expected ',' or '}' in an object")
             }
         }
@@ -105,14 +117,19 @@ public struct JSONParser {
         index += 1
         var array: [JSONValue] = []
         skipWhitespace()
-        if current == UInt8(ascii: "]") { index += 1; return .array(array) }
+        if current == UInt8(ascii: "]") {
+            index += 1
+            return .array(array)
+        }
         while true {
             skipWhitespace()
             array.append(try parseValue())
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"): index += 1; return .array(array)
+            case UInt8(ascii: "]"):
+                index += 1
+                return .array(array)
             default: throw error("expected ',' or ']' in an array")
             }
         }
@@ -164,7 +181,9 @@ public struct JSONParser {
         try parseEscapedTail(into: &utf8)
         index += 1
         let result: Result<String, SyntaxError> = utf8.withUnsafeBufferPointer { buffer in
-            do throws(SyntaxError) { return .success(try Self.validated(buffer, at: start)) } catch { return .failure(error) }
+            do throws(SyntaxError) { return .success(try Self.validated(buffer, at: start)) } catch {
+                return .failure(error)
+            }
         }
         return try result.get()
     }
@@ -175,7 +194,8 @@ public struct JSONParser {
     /// generic metadata for every string of every item.
     static func validated(_ utf8: UnsafeBufferPointer<UInt8>, at offset: Int) throws(SyntaxError) -> String {
         let string = String(decoding: utf8, as: UTF8.self)
-        let unchanged = string.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(utf8) } ?? string.utf8.elementsEqual(utf8)
+        let unchanged =
+            string.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(utf8) } ?? string.utf8.elementsEqual(utf8)
         guard unchanged else { throw SyntaxError(offset: offset, reason: "string is not valid UTF-8") }
         return string
     }
@@ -183,7 +203,11 @@ public struct JSONParser {
     private mutating func parseEscapedTail(into utf8: inout [UInt8]) throws(SyntaxError) {
         while let b = current, b != UInt8(ascii: "\"") {
             guard b >= 0x20 else { throw error("control character in a string") }
-            guard b == UInt8(ascii: "\\") else { utf8.append(b); index += 1; continue }
+            guard b == UInt8(ascii: "\\") else {
+                utf8.append(b)
+                index += 1
+                continue
+            }
             index += 1
             guard let e = current else { throw error("unterminated escape") }
             index += 1
@@ -197,7 +221,8 @@ public struct JSONParser {
             case UInt8(ascii: "u"):
                 var scalar = try hex4()
                 if (0xD800...0xDBFF).contains(scalar) {
-                    guard current == UInt8(ascii: "\\"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u") else {
+                    guard current == UInt8(ascii: "\\"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u")
+                    else {
                         throw error("unpaired surrogate in \\u escape")
                     }
                     index += 2

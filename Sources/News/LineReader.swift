@@ -65,7 +65,9 @@ public final class LineReader: @unchecked Sendable {
                 lineNumber += 1
                 var length = n
                 while length > 0, buffer[length - 1] == 0x0A || buffer[length - 1] == 0x0D { length -= 1 }
-                lines.append(Line(number: lineNumber, bytes: [UInt8](UnsafeRawBufferPointer(start: buffer, count: length))))
+                lines.append(
+                    Line(number: lineNumber, bytes: [UInt8](UnsafeRawBufferPointer(start: buffer, count: length)))
+                )
             }
             return lines
         }

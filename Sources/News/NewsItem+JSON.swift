@@ -1,4 +1,5 @@
 import NotificationHubs
+
 extension NewsItem {
     /// The item as the JSON the schema describes (what `hubcast produce` publishes from flags).
     public var json: [UInt8] {

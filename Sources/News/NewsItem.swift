@@ -23,10 +23,20 @@ public struct NewsItem: Sendable, Equatable {
     public var priority: Priority?
 
     public init(
-        id: String, headline: String, category: String? = nil, body: String? = nil, url: String? = nil,
-        imageUrl: String? = nil, locale: String? = nil, tagExpression: String? = nil, users: [String]? = nil,
-        properties: [String: String] = [:], secure: Bool = false, publishedAt: Timestamp? = nil,
-        expiresAt: Timestamp? = nil, priority: Priority? = nil
+        id: String,
+        headline: String,
+        category: String? = nil,
+        body: String? = nil,
+        url: String? = nil,
+        imageUrl: String? = nil,
+        locale: String? = nil,
+        tagExpression: String? = nil,
+        users: [String]? = nil,
+        properties: [String: String] = [:],
+        secure: Bool = false,
+        publishedAt: Timestamp? = nil,
+        expiresAt: Timestamp? = nil,
+        priority: Priority? = nil
     ) {
         self.id = id
         self.headline = headline

@@ -1,4 +1,5 @@
 import NotificationHubs
+
 /// Decodes and validates a news item exactly as schemas/news-item.schema.json specifies.
 public struct NewsItemDecoder: Sendable {
     /// Largest message accepted, in bytes (the Kafka message value).
@@ -17,9 +18,13 @@ public struct NewsItemDecoder: Sendable {
     }
 
     /// Decodes one message; `topicCategory` is the category of the topic it came from, if any.
-    public func decode(_ bytes: UnsafeRawBufferPointer, topicCategory: String? = nil) throws(NewsItemError) -> NewsItem {
+    public func decode(_ bytes: UnsafeRawBufferPointer, topicCategory: String? = nil) throws(NewsItemError) -> NewsItem
+    {
         guard bytes.count <= maxMessageBytes else {
-            throw NewsItemError(kind: .oversize, reason: "message is \(bytes.count) bytes, over the \(maxMessageBytes)-byte limit")
+            throw NewsItemError(
+                kind: .oversize,
+                reason: "message is \(bytes.count) bytes, over the \(maxMessageBytes)-byte limit"
+            )
         }
         let value: JSONValue
         do {
@@ -32,7 +37,9 @@ public struct NewsItemDecoder: Sendable {
 
     public func decode(_ bytes: [UInt8], topicCategory: String? = nil) throws(NewsItemError) -> NewsItem {
         let result: Result<NewsItem, NewsItemError> = bytes.withUnsafeBytes { raw in
-            do throws(NewsItemError) { return .success(try decode(raw, topicCategory: topicCategory)) } catch { return .failure(error) }
+            do throws(NewsItemError) { return .success(try decode(raw, topicCategory: topicCategory)) } catch {
+                return .failure(error)
+            }
         }
         return try result.get()
     }
@@ -49,7 +56,10 @@ public struct NewsItemDecoder: Sendable {
         let headline = Self.trimmed(try requiredString(o, "headline"))
         guard !headline.isEmpty else { throw .schema("headline", "is empty") }
         guard headline.unicodeScalars.count <= Self.maxHeadlineLength else {
-            throw .schema("headline", "is \(headline.unicodeScalars.count) characters after trimming, over \(Self.maxHeadlineLength)")
+            throw .schema(
+                "headline",
+                "is \(headline.unicodeScalars.count) characters after trimming, over \(Self.maxHeadlineLength)"
+            )
         }
         let category = try optionalString(o, "category")
         if let category {
@@ -57,8 +67,11 @@ public struct NewsItemDecoder: Sendable {
                 throw .schema("category", "must be a tag: 1 to 120 of letters, digits and _@#.:-")
             }
             if let topicCategory, category != topicCategory {
-                throw NewsItemError(kind: .categoryMismatch, field: "category",
-                                    reason: "is \"\(category)\" but the item was published to the \(topicCategory) topic")
+                throw NewsItemError(
+                    kind: .categoryMismatch,
+                    field: "category",
+                    reason: "is \"\(category)\" but the item was published to the \(topicCategory) topic"
+                )
             }
         }
         let tagExpression = try optionalString(o, "tagExpression")
@@ -68,13 +81,21 @@ public struct NewsItemDecoder: Sendable {
             throw .schema("users", "cannot be combined with tagExpression: give one audience")
         }
         return NewsItem(
-            id: id, headline: headline, category: category,
-            body: try optionalString(o, "body"), url: try optionalString(o, "url"),
-            imageUrl: try optionalString(o, "imageUrl"), locale: try optionalString(o, "locale"),
-            tagExpression: tagExpression, users: users, properties: try propertyMap(o),
+            id: id,
+            headline: headline,
+            category: category,
+            body: try optionalString(o, "body"),
+            url: try optionalString(o, "url"),
+            imageUrl: try optionalString(o, "imageUrl"),
+            locale: try optionalString(o, "locale"),
+            tagExpression: tagExpression,
+            users: users,
+            properties: try propertyMap(o),
             secure: try optionalBool(o, "secure") ?? false,
-            publishedAt: try timestamp(o, "publishedAt"), expiresAt: try timestamp(o, "expiresAt"),
-            priority: try priority(o))
+            publishedAt: try timestamp(o, "publishedAt"),
+            expiresAt: try timestamp(o, "expiresAt"),
+            priority: try priority(o)
+        )
     }
 
     private func priority(_ o: [String: JSONValue]) throws(NewsItemError) -> Priority? {
@@ -106,21 +127,28 @@ public struct NewsItemDecoder: Sendable {
     private func timestamp(_ o: [String: JSONValue], _ field: String) throws(NewsItemError) -> Timestamp? {
         guard let text = try optionalString(o, field) else { return nil }
         guard let t = Timestamp(rfc3339: text) else {
-            throw .schema(field, "must be an RFC 3339 date-time such as 2026-11-22T18:30:00Z, got \"\(text.prefix(40))\"")
+            throw .schema(
+                field,
+                "must be an RFC 3339 date-time such as 2026-11-22T18:30:00Z, got \"\(text.prefix(40))\""
+            )
         }
         return t
     }
 
     private func userList(_ o: [String: JSONValue]) throws(NewsItemError) -> [String]? {
         guard let value = o["users"] else { return nil }
-        guard case .array(let array) = value else { throw .schema("users", "must be an array of user names, not \(value.typeName)") }
+        guard case .array(let array) = value else {
+            throw .schema("users", "must be an array of user names, not \(value.typeName)")
+        }
         guard (1...Self.maxUsers).contains(array.count) else {
             throw .schema("users", "must list 1 to \(Self.maxUsers) user names, got \(array.count)")
         }
         var users: [String] = []
         users.reserveCapacity(array.count)
         for (i, element) in array.enumerated() {
-            guard case .string(let name) = element else { throw .schema("users[\(i)]", "must be a string, not \(element.typeName)") }
+            guard case .string(let name) = element else {
+                throw .schema("users[\(i)]", "must be a string, not \(element.typeName)")
+            }
             guard name.utf8.count <= Self.maxUserNameLength, TagSyntax.isTag(name) else {
                 throw .schema("users[\(i)]", "must be 1 to \(Self.maxUserNameLength) of letters, digits and _@#.:-")
             }
@@ -131,27 +159,37 @@ public struct NewsItemDecoder: Sendable {
 
     private func propertyMap(_ o: [String: JSONValue]) throws(NewsItemError) -> [String: String] {
         guard let value = o["properties"] else { return [:] }
-        guard case .object(let map) = value else { throw .schema("properties", "must be an object of strings, not \(value.typeName)") }
+        guard case .object(let map) = value else {
+            throw .schema("properties", "must be an object of strings, not \(value.typeName)")
+        }
         var properties: [String: String] = [:]
         for (name, element) in map {
-            guard (1...Self.maxPropertyNameLength).contains(name.utf8.count), name.utf8.allSatisfy(Self.isPropertyNameByte) else {
-                throw .schema("properties.\(name.prefix(40))", "is not a template property name: 1 to 120 of letters, digits and _")
+            guard (1...Self.maxPropertyNameLength).contains(name.utf8.count),
+                name.utf8.allSatisfy(Self.isPropertyNameByte)
+            else {
+                throw .schema(
+                    "properties.\(name.prefix(40))",
+                    "is not a template property name: 1 to 120 of letters, digits and _"
+                )
             }
-            guard case .string(let s) = element else { throw .schema("properties.\(name)", "must be a string, not \(element.typeName)") }
+            guard case .string(let s) = element else {
+                throw .schema("properties.\(name)", "must be a string, not \(element.typeName)")
+            }
             properties[name] = s
         }
         return properties
     }
 
     private static func isPropertyNameByte(_ b: UInt8) -> Bool {
-        b == UInt8(ascii: "_") || TagSyntax.isTagByte(b) && b != UInt8(ascii: "@") && b != UInt8(ascii: "#")
-            && b != UInt8(ascii: ".") && b != UInt8(ascii: ":") && b != UInt8(ascii: "-")
+        b == UInt8(ascii: "_")
+            || TagSyntax.isTagByte(b) && b != UInt8(ascii: "@") && b != UInt8(ascii: "#")
+                && b != UInt8(ascii: ".") && b != UInt8(ascii: ":") && b != UInt8(ascii: "-")
     }
 
     static func trimmed(_ s: String) -> String {
         let scalars = s.unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(scalars[first...last])
     }

@@ -1,4 +1,5 @@
 import NotificationHubs
+
 /// An RFC 3339 date-time, kept as written and as seconds since the epoch.
 public struct Timestamp: Sendable, Equatable {
     public let text: String
@@ -18,9 +19,9 @@ public struct Timestamp: Sendable, Equatable {
             return v
         }
         guard let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45, let day = digits(8, 2),
-              b[10] == 84 || b[10] == 116, let hour = digits(11, 2), b[13] == 58, let minute = digits(14, 2),
-              b[16] == 58, let second = digits(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour <= 23, minute <= 59, second <= 60
+            b[10] == 84 || b[10] == 116, let hour = digits(11, 2), b[13] == 58, let minute = digits(14, 2),
+            b[16] == 58, let second = digits(17, 2),
+            (1...12).contains(month), (1...31).contains(day), hour <= 23, minute <= 59, second <= 60
         else { return nil }
         var i = 19
         var fraction = 0.0
@@ -40,7 +41,8 @@ public struct Timestamp: Sendable, Equatable {
         if b[i] == 90 || b[i] == 122 {
             i += 1
         } else if b[i] == 43 || b[i] == 45 {
-            guard let oh = digits(i + 1, 2), i + 3 < b.count, b[i + 3] == 58, let om = digits(i + 4, 2), oh <= 23, om <= 59
+            guard let oh = digits(i + 1, 2), i + 3 < b.count, b[i + 3] == 58, let om = digits(i + 4, 2), oh <= 23,
+                om <= 59
             else { return nil }
             offsetSeconds = (oh * 3600 + om * 60) * (b[i] == 43 ? 1 : -1)
             i += 6

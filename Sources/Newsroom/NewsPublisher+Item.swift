@@ -18,8 +18,12 @@ extension NewsPublisher {
             throw PublishFailed(description: "invalid item: \(error.kind)")
         }
         do {
-            _ = try await producer.send(topic: route.topic, key: route.key, value: bytes,
-                                        headers: [KafkaHeader(name: "content-type", value: Array("application/json".utf8))])
+            _ = try await producer.send(
+                topic: route.topic,
+                key: route.key,
+                value: bytes,
+                headers: [KafkaHeader(name: "content-type", value: Array("application/json".utf8))]
+            )
         } catch {
             throw PublishFailed(description: "delivery to \(route.topic) failed: \(error)")
         }

@@ -28,8 +28,13 @@ public struct NewsPublisher: Sendable {
     /// Deliveries awaited at once; bounds memory on large files.
     let maxInFlight: Int
 
-    public init(producer: KafkaProducer, categories: Categories, decoder: NewsItemDecoder = NewsItemDecoder(),
-                defaultCategory: String? = nil, maxInFlight: Int = 10_000) {
+    public init(
+        producer: KafkaProducer,
+        categories: Categories,
+        decoder: NewsItemDecoder = NewsItemDecoder(),
+        defaultCategory: String? = nil,
+        maxInFlight: Int = 10_000
+    ) {
         self.producer = producer
         self.categories = categories
         self.decoder = decoder
@@ -87,10 +92,18 @@ public struct NewsPublisher: Sendable {
     public func route(_ bytes: [UInt8]) throws(NewsItemError) -> Route {
         let item = try decoder.decode(bytes)
         guard let category = item.category ?? defaultCategory else {
-            throw NewsItemError(kind: .schema, field: "category", reason: "is missing and no --category was given, so there is no topic to publish to")
+            throw NewsItemError(
+                kind: .schema,
+                field: "category",
+                reason: "is missing and no --category was given, so there is no topic to publish to"
+            )
         }
         guard let topic = categories.topic(for: category) else {
-            throw NewsItemError(kind: .schema, field: "category", reason: "is \"\(category)\", which is not one of \(categories.names.joined(separator: ", "))")
+            throw NewsItemError(
+                kind: .schema,
+                field: "category",
+                reason: "is \"\(category)\", which is not one of \(categories.names.joined(separator: ", "))"
+            )
         }
         // The audience is checked as `hubcast run` will check it, so an item the pipeline would
         // dead-letter (a malformed or crafted `tagExpression`) never reaches the topic.
@@ -104,8 +117,12 @@ public struct NewsPublisher: Sendable {
 
     private func send(_ line: LineReader.Line, via route: Route) async -> Problem? {
         do {
-            _ = try await producer.send(topic: route.topic, key: route.key, value: line.bytes,
-                                        headers: [KafkaHeader(name: "content-type", value: Array("application/json".utf8))])
+            _ = try await producer.send(
+                topic: route.topic,
+                key: route.key,
+                value: line.bytes,
+                headers: [KafkaHeader(name: "content-type", value: Array("application/json".utf8))]
+            )
             return nil
         } catch {
             return Problem(line: line.number, reason: "delivery to \(route.topic) failed: \(error)")

@@ -13,7 +13,13 @@ public struct OperationsServer: Service {
     let port: Int
     let logger: Logger
 
-    public init(health: HealthMonitor, host: String, port: Int, logger: Logger, exposition: @escaping @Sendable () -> [UInt8]) {
+    public init(
+        health: HealthMonitor,
+        host: String,
+        port: Int,
+        logger: Logger,
+        exposition: @escaping @Sendable () -> [UInt8]
+    ) {
         self.health = health
         self.exposition = exposition
         self.host = host
@@ -22,27 +28,38 @@ public struct OperationsServer: Service {
     }
 
     public func run() async throws {
-        let app = Application(router: Self.router(health: health, exposition: exposition),
-                              configuration: .init(address: .hostname(host, port: port), serverName: "hubcast"),
-                              logger: logger)
+        let app = Application(
+            router: Self.router(health: health, exposition: exposition),
+            configuration: .init(address: .hostname(host, port: port), serverName: "hubcast"),
+            logger: logger
+        )
         try await app.run()
     }
 
     /// The routes, apart from the server so tests can drive them in process.
-    public static func router(health: HealthMonitor, exposition: @escaping @Sendable () -> [UInt8]) -> Router<BasicRequestContext> {
+    public static func router(
+        health: HealthMonitor,
+        exposition: @escaping @Sendable () -> [UInt8]
+    ) -> Router<BasicRequestContext> {
         let router = Router()
         router.get("/healthz") { _, _ in probe(health.liveness()) }
         router.get("/readyz") { _, _ in probe(health.readiness()) }
         router.get("/metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: exposition())))
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: exposition()))
+            )
         }
         return router
     }
 
     /// 200 when healthy, 503 otherwise, with the checks as JSON either way.
     static func probe(_ verdict: HealthState.Verdict) -> Response {
-        Response(status: verdict.healthy ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(string: verdict.json + "\n")))
+        Response(
+            status: verdict.healthy ? .ok : .serviceUnavailable,
+            headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: verdict.json + "\n"))
+        )
     }
 }

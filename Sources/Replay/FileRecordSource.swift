@@ -26,9 +26,16 @@ final class FileRecordSource: RecordSource {
         let lines = await reader.next(max: max)
         guard !lines.isEmpty else { return .finished }
         linesRead.add(lines.count, ordering: .relaxed)
-        return .records(lines.map {
-            KafkaMessage(topic: Self.partition.topic, partition: Self.partition.partition, offset: Int64($0.number), value: $0.bytes)
-        })
+        return .records(
+            lines.map {
+                KafkaMessage(
+                    topic: Self.partition.topic,
+                    partition: Self.partition.partition,
+                    offset: Int64($0.number),
+                    value: $0.bytes
+                )
+            }
+        )
     }
 
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
@@ -46,11 +53,21 @@ struct NonCommittingSource: RecordSource {
     let base: any RecordSource
 
     func setRebalanceHandlers(_ handlers: RebalanceHandlers) {
-        base.setRebalanceHandlers(RebalanceHandlers(onAssign: handlers.onAssign, onRevoke: { _ = handlers.onRevoke($0); return [] },
-                                                 onRevokeCommitFailed: handlers.onRevokeCommitFailed))
+        base.setRebalanceHandlers(
+            RebalanceHandlers(
+                onAssign: handlers.onAssign,
+                onRevoke: {
+                    _ = handlers.onRevoke($0)
+                    return []
+                },
+                onRevokeCommitFailed: handlers.onRevokeCommitFailed
+            )
+        )
     }
 
-    func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { await base.nextBatch(max: max, timeout: timeout) }
+    func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
+        await base.nextBatch(max: max, timeout: timeout)
+    }
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
     var lag: Int64 { base.lag }
     func pause(_ partitions: [TopicPartition]) { base.pause(partitions) }

@@ -14,7 +14,12 @@ struct ReplayPreparer: RecordPreparer {
     /// (item id, audience) pairs already planned by this replay.
     private var seen: Set<String> = []
 
-    init(configuration: Replayer.Configuration, tally: ReplayTally, metrics: PipelineMetrics, report: @escaping @Sendable (String) -> Void) {
+    init(
+        configuration: Replayer.Configuration,
+        tally: ReplayTally,
+        metrics: PipelineMetrics,
+        report: @escaping @Sendable (String) -> Void
+    ) {
         self.configuration = configuration
         self.tally = tally
         self.metrics = metrics
@@ -39,7 +44,8 @@ struct ReplayPreparer: RecordPreparer {
         }
         let topicCategory = configuration.categories.category(forTopic: record.sourceTopic)
         guard let item = try? NewsItemDecoder().decode(record.message, topicCategory: topicCategory),
-              let category = record.category ?? topicCategory ?? item.category else {
+            let category = record.category ?? topicCategory ?? item.category
+        else {
             tally.count { $0.stillInvalid += 1 }
             metrics.invalid.increment()
             return .done
@@ -51,7 +57,12 @@ struct ReplayPreparer: RecordPreparer {
         }
         let planned: [PlannedSend]
         if let audience = record.audience {
-            planned = [PlannedSend(tagExpression: audience, properties: TemplateProperties.build(for: item, category: category))]
+            planned = [
+                PlannedSend(
+                    tagExpression: audience,
+                    properties: TemplateProperties.build(for: item, category: category)
+                )
+            ]
         } else if let all = try? SendPlanner.plan(item, category: category) {
             planned = all
         } else {
@@ -69,17 +80,22 @@ struct ReplayPreparer: RecordPreparer {
                 c.wouldSendByCategory[category, default: 0] += fresh.count
                 c.wouldSendByReason[record.reason, default: 0] += fresh.count
             }
-            for send in fresh { tally.example("\(record.itemID ?? "-") [\(record.reason)] → \(send.tagExpression): \(item.headline)") }
+            for send in fresh {
+                tally.example("\(record.itemID ?? "-") [\(record.reason)] → \(send.tagExpression): \(item.headline)")
+            }
             return .done
         }
-        let sends = fresh.map { ReplaySend(ticket: tally.nextTicket(), send: $0, record: record, item: item, category: category) }
+        let sends = fresh.map {
+            ReplaySend(ticket: tally.nextTicket(), send: $0, record: record, item: item, category: category)
+        }
         tally.planned(sends)
         // No maximum age: a replay is a decision to send what is old.
         return .sends(sends, priority: item.priority ?? .normal)
     }
 
     private func position(of message: KafkaMessage) -> String {
-        message.topic == FileRecordSource.partition.topic ? "line \(message.offset)" : "\(message.topic)[\(message.partition)]@\(message.offset)"
+        message.topic == FileRecordSource.partition.topic
+            ? "line \(message.offset)" : "\(message.topic)[\(message.partition)]@\(message.offset)"
     }
 }
 

@@ -21,14 +21,20 @@ public struct ReplayRecord: Sendable {
         public let description: String
     }
 
-    static let reasons: Set<String> = ["invalid", "throttled", "server-error", "timeout", "transport", "unauthorized", "forbidden",
-                                       "bad-request", "not-found", "gone", "too-large", "rejected", "tls"]
+    static let reasons: Set<String> = [
+        "invalid", "throttled", "server-error", "timeout", "transport", "unauthorized", "forbidden",
+        "bad-request", "not-found", "gone", "too-large", "rejected", "tls",
+    ]
 
     /// Parses and checks one record as the schema describes it.
     public init(json bytes: [UInt8]) throws(Corrupt) {
-        guard case .object(let o)? = try? JSONParser.parse(bytes) else { throw Corrupt(description: "not a JSON object") }
+        guard case .object(let o)? = try? JSONParser.parse(bytes) else {
+            throw Corrupt(description: "not a JSON object")
+        }
         func string(_ key: String) -> String? { if case .string(let s)? = o[key] { s } else { nil } }
-        guard let reason = string("reason"), Self.reasons.contains(reason) else { throw Corrupt(description: "no known \"reason\"") }
+        guard let reason = string("reason"), Self.reasons.contains(reason) else {
+            throw Corrupt(description: "no known \"reason\"")
+        }
         guard let message = string("message") else { throw Corrupt(description: "no \"message\"") }
         guard case .object(let source)? = o["source"], case .string(let topic)? = source["topic"] else {
             throw Corrupt(description: "no \"source.topic\"")

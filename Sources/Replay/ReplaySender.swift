@@ -35,12 +35,27 @@ final class ReplaySender: Sender {
             if let notTheItems = PipelineEngine<ReplaySend>.Outcome(notTheItemsFault: error) { return notTheItems }
             tally.settled(work.ticket) { $0.failed += 1 }
             metrics.failed.increment()
-            let source = KafkaMessage(topic: work.record.sourceTopic, partition: work.record.sourcePartition,
-                                      offset: work.record.sourceOffset, value: work.record.message)
-            return .failed(DeadLetterRecord(reason: error.reason.name, error: error.message, status: error.status,
-                                            attempts: error.attempts + work.record.attempts, message: work.record.message,
-                                            itemID: work.item.id, category: work.category, audience: work.send.tagExpression, source: source,
-                                            firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt))
+            let source = KafkaMessage(
+                topic: work.record.sourceTopic,
+                partition: work.record.sourcePartition,
+                offset: work.record.sourceOffset,
+                value: work.record.message
+            )
+            return .failed(
+                DeadLetterRecord(
+                    reason: error.reason.name,
+                    error: error.message,
+                    status: error.status,
+                    attempts: error.attempts + work.record.attempts,
+                    message: work.record.message,
+                    itemID: work.item.id,
+                    category: work.category,
+                    audience: work.send.tagExpression,
+                    source: source,
+                    firstAttemptAt: error.firstAttemptAt,
+                    lastAttemptAt: error.lastAttemptAt
+                )
+            )
         }
     }
 }

@@ -47,8 +47,15 @@ public final class Replayer: Service, Sendable {
     let hubWatch: HubWatch
 
     /// `report` receives problem lines and the progress line (stderr in the CLI).
-    public init(source: Source, client: NotificationHubClient?, deadLetters: (any DeadLetterSink)?, configuration: Configuration,
-                metrics: PipelineMetrics, logger: Logger, report: @escaping @Sendable (String) -> Void) {
+    public init(
+        source: Source,
+        client: NotificationHubClient?,
+        deadLetters: (any DeadLetterSink)?,
+        configuration: Configuration,
+        metrics: PipelineMetrics,
+        logger: Logger,
+        report: @escaping @Sendable (String) -> Void
+    ) {
         self.source = source
         self.report = report
         self.deadLetters = deadLetters
@@ -56,10 +63,11 @@ public final class Replayer: Service, Sendable {
         let hubWatch = HubWatch(limit: configuration.hubWait)
         self.hubWatch = hubWatch
         tally = ReplayTally(maxExamples: configuration.examples)
-        var records: any RecordSource = switch source {
-        case .file(let reader, let totalLines): FileRecordSource(reader: reader, totalLines: totalLines)
-        case .kafka(let consumer): consumer
-        }
+        var records: any RecordSource =
+            switch source {
+            case .file(let reader, let totalLines): FileRecordSource(reader: reader, totalLines: totalLines)
+            case .kafka(let consumer): consumer
+            }
         if configuration.dryRun { records = NonCommittingSource(base: records) }
         var shell = ReplayPipeline.Configuration()
         shell.engine.maxInFlight = configuration.concurrency
@@ -70,11 +78,19 @@ public final class Replayer: Service, Sendable {
         shell.engine.revokeTimeout = min(.seconds(10), configuration.drainTimeout)
         shell.engine.stopWhenIdle = configuration.idle
         pipeline = Pipeline(
-            source: records, preparer: ReplayPreparer(configuration: configuration, tally: tally, metrics: metrics, report: report),
+            source: records,
+            preparer: ReplayPreparer(configuration: configuration, tally: tally, metrics: metrics, report: report),
             sender: ReplaySender(client: client, tally: tally, metrics: metrics, logger: logger),
-            deadLetters: deadLetters ?? NoDeadLetterSink(), configuration: shell, metrics: metrics,
-            observer: PipelineObserver(hubUnavailable: { hubWatch.unavailable($0) }, hubAvailable: { hubWatch.available() }),
-            logger: logger, clock: ContinuousClock())
+            deadLetters: deadLetters ?? NoDeadLetterSink(),
+            configuration: shell,
+            metrics: metrics,
+            observer: PipelineObserver(
+                hubUnavailable: { hubWatch.unavailable($0) },
+                hubAvailable: { hubWatch.available() }
+            ),
+            logger: logger,
+            clock: ContinuousClock()
+        )
         let pipeline = self.pipeline
         hubWatch.onLimit = { reason in
             report("replay: the hub has been unavailable for longer than the hub wait (\(reason)): stopping")
@@ -102,7 +118,9 @@ public final class Replayer: Service, Sendable {
         let pending = tally.pending
         var unfinished = Unfinished(held: pending.count, hubProblem: hubWatch.lastProblem)
         guard !dryRun, case .file(let reader, _) = source, let deadLetters else { return unfinished }
-        var carried: [DeadLetterRecord] = pending.map { DeadLetterRecord(carrying: $0.record, audience: $0.send.tagExpression) }
+        var carried: [DeadLetterRecord] = pending.map {
+            DeadLetterRecord(carrying: $0.record, audience: $0.send.tagExpression)
+        }
         while true {
             let lines = await reader.next(max: 1000)
             if lines.isEmpty { break }
@@ -149,13 +167,22 @@ public final class Replayer: Service, Sendable {
         let c = result
         let seconds = max(0.001, elapsed.inSeconds)
         let rate = Double(c.sent + c.failed) / seconds
-        let remaining: Int = switch source {
-        case .file(_, let total): max(0, total - c.read)
-        case .kafka(let consumer): Int(consumer.lag)
-        }
+        let remaining: Int =
+            switch source {
+            case .file(_, let total): max(0, total - c.read)
+            case .kafka(let consumer): Int(consumer.lag)
+            }
         let eta = rate > 0 ? String(format: "%.0f s", Double(remaining) / max(rate, Double(c.read) / seconds)) : "-"
-        return String(format: "replay%@: read %d, sent %d, skipped %d, failed %d, %.1f sends/s%@", final ? " done" : "",
-                      c.read, c.sent, c.skipped, c.failed, rate, final ? String(format: " in %.1f s", seconds) : ", ETA \(eta)")
+        return String(
+            format: "replay%@: read %d, sent %d, skipped %d, failed %d, %.1f sends/s%@",
+            final ? " done" : "",
+            c.read,
+            c.sent,
+            c.skipped,
+            c.failed,
+            rate,
+            final ? String(format: " in %.1f s", seconds) : ", ETA \(eta)"
+        )
     }
 }
 
@@ -173,10 +200,22 @@ extension DeadLetterRecord {
     /// A record read for replay and not sent, written again as it was (reason, error, attempts,
     /// source, time), so filters select it as before.
     init(carrying record: ReplayRecord, audience: String?) {
-        self.init(reason: record.reason, error: record.error, status: record.status, attempts: record.attempts, message: record.message,
-                  itemID: record.itemID, category: record.category, audience: audience,
-                  source: KafkaMessage(topic: record.sourceTopic, partition: record.sourcePartition, offset: record.sourceOffset,
-                                       value: record.message),
-                  deadLetteredAt: record.deadLetteredAt)
+        self.init(
+            reason: record.reason,
+            error: record.error,
+            status: record.status,
+            attempts: record.attempts,
+            message: record.message,
+            itemID: record.itemID,
+            category: record.category,
+            audience: audience,
+            source: KafkaMessage(
+                topic: record.sourceTopic,
+                partition: record.sourcePartition,
+                offset: record.sourceOffset,
+                value: record.message
+            ),
+            deadLetteredAt: record.deadLetteredAt
+        )
     }
 }

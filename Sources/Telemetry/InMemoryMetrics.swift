@@ -32,7 +32,11 @@ public final class InMemoryMetrics: MetricsFactory, Sendable {
 
         /// The histograms of timer `label` merged per value of `dimension` (every other dimension
         /// summed over), from `timers` (`intervalTimers` or `totalTimers`).
-        public static func merged(_ timers: [Key: LatencyHistogram], label: String, by dimension: String) -> [String: LatencyHistogram] {
+        public static func merged(
+            _ timers: [Key: LatencyHistogram],
+            label: String,
+            by dimension: String
+        ) -> [String: LatencyHistogram] {
             var merged: [String: LatencyHistogram] = [:]
             for (key, histogram) in timers where key.label == label {
                 guard let value = key.dimension(dimension) else { continue }

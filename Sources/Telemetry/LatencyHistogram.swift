@@ -4,8 +4,11 @@ import Histogram
 /// fixed memory, from 1 µs to an hour (a longer value counts as an hour).
 public struct LatencyHistogram: Sendable {
     static let highestMicros: UInt64 = 3_600_000_000
-    private var hdr = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: highestMicros,
-                                        numberOfSignificantValueDigits: .two)
+    private var hdr = Histogram<UInt64>(
+        lowestDiscernibleValue: 1,
+        highestTrackableValue: highestMicros,
+        numberOfSignificantValueDigits: .two
+    )
 
     public init() {}
 

@@ -14,10 +14,14 @@ public struct PrometheusMetrics: Sendable {
     static let longWaitBuckets: [Double] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
     static let histograms: [String: (name: String, buckets: [Double])] = [
-        "hubcast_send_latency": ("hubcast_send_latency_seconds",
-                                 [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]),
+        "hubcast_send_latency": (
+            "hubcast_send_latency_seconds",
+            [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+        ),
         "hubcast_end_to_end_latency": ("hubcast_end_to_end_latency_seconds", longWaitBuckets),
-        "hubcast_backend_store_ping": ("hubcast_backend_store_ping_seconds", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]),
+        "hubcast_backend_store_ping": (
+            "hubcast_backend_store_ping_seconds", [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+        ),
         // A canary takes up to its interval, which may be minutes.
         "hubcast_canary_e2e": ("hubcast_canary_e2e_seconds", longWaitBuckets),
     ]
@@ -42,8 +46,16 @@ struct SecondsTimerFactory: MetricsFactory {
     let base: PrometheusMetricsFactory
 
     func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
-        guard let histogram = PrometheusMetrics.histograms[label] else { return base.makeTimer(label: label, dimensions: dimensions) }
-        return SecondsTimer(histogram: base.registry.makeValueHistogram(name: histogram.name, labels: dimensions, buckets: histogram.buckets))
+        guard let histogram = PrometheusMetrics.histograms[label] else {
+            return base.makeTimer(label: label, dimensions: dimensions)
+        }
+        return SecondsTimer(
+            histogram: base.registry.makeValueHistogram(
+                name: histogram.name,
+                labels: dimensions,
+                buckets: histogram.buckets
+            )
+        )
     }
 
     func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
@@ -63,11 +75,17 @@ struct SecondsTimerFactory: MetricsFactory {
     }
 
     func destroyCounter(_ handler: any CounterHandler) { base.destroyCounter(handler) }
-    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) { base.destroyFloatingPointCounter(handler) }
+    func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+        base.destroyFloatingPointCounter(handler)
+    }
     func destroyRecorder(_ handler: any RecorderHandler) { base.destroyRecorder(handler) }
     func destroyMeter(_ handler: any MeterHandler) { base.destroyMeter(handler) }
     func destroyTimer(_ handler: any TimerHandler) {
-        if let timer = handler as? SecondsTimer { base.registry.unregisterValueHistogram(timer.histogram) } else { base.destroyTimer(handler) }
+        if let timer = handler as? SecondsTimer {
+            base.registry.unregisterValueHistogram(timer.histogram)
+        } else {
+            base.destroyTimer(handler)
+        }
     }
 }
 

@@ -13,7 +13,10 @@ struct Hubcast: AsyncParsableCommand {
             Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error, 3 Kafka or the hub \
             unreachable at start-up.
             """,
-        subcommands: [RunCommand.self, ReplayCommand.self, DemoCommand.self, SendCommand.self, ProduceCommand.self, CanaryCommand.self, EmulatorCommand.self, DevBrokerCommand.self, BackendCommand.self]
+        subcommands: [
+            RunCommand.self, ReplayCommand.self, DemoCommand.self, SendCommand.self, ProduceCommand.self,
+            CanaryCommand.self, EmulatorCommand.self, DevBrokerCommand.self, BackendCommand.self,
+        ]
     )
 
     /// Maps errors to the documented exit codes (argument errors are 2, not ArgumentParser's 64).

@@ -1,10 +1,11 @@
-@testable import Backend
 import Foundation
 import News
 import Newsroom
 import NotificationHubs
 import Synchronization
 import Testing
+
+@testable import Backend
 
 /// The API's handlers in process, on a real SQLite file, with a hub double that can say 410.
 @Suite struct BackendAPITests {
@@ -18,7 +19,10 @@ import Testing
         let state = Mutex(State())
 
         func createRegistrationID() async throws(HubError) -> String {
-            state.withLock { $0.next += 1; return "hub-\($0.next)" }
+            state.withLock {
+                $0.next += 1
+                return "hub-\($0.next)"
+            }
         }
         func upsertRegistration(_ registration: Registration, id: String) async throws(HubError) {
             let gone = state.withLock { s -> Bool in
@@ -42,13 +46,21 @@ import Testing
     let handle = String(repeating: "9A", count: 32)
 
     func withAPI(_ body: (BackendAPI, SQLiteStore, ScriptedHub) async throws -> Void) async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-api-\(UUID().uuidString).sqlite").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hubcast-api-\(UUID().uuidString).sqlite"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: path) }
         let store = try await SQLiteStore.open(path: path)
         try await store.migrate()
         let hub = ScriptedHub()
-        let api = BackendAPI(configuration: .init(), store: store, hub: hub, publisher: NoPublisher(),
-                             authenticator: Authenticator(users: UsersFile(), bearer: nil), logger: .init(label: "test"))
+        let api = BackendAPI(
+            configuration: .init(),
+            store: store,
+            hub: hub,
+            publisher: NoPublisher(),
+            authenticator: Authenticator(users: UsersFile(), bearer: nil),
+            logger: .init(label: "test")
+        )
         do {
             try await body(api, store, hub)
         } catch {
@@ -86,7 +98,10 @@ import Testing
                 #expect(try await api.upsertRegistration(caller: alice, id: id, body: body).status == .ok, "\(name)")
                 let row = try #require(try await store.registration(id: id))
                 let registered = try #require(hub.state.withLock { $0.registrations[row.hubID] })
-                #expect(registered.platform == .fcmv1 && registered.template?.body == DevicePlatform.fcmv1.template.body, "\(name)")
+                #expect(
+                    registered.platform == .fcmv1 && registered.template?.body == DevicePlatform.fcmv1.template.body,
+                    "\(name)"
+                )
                 #expect(registered.tags == ["World", "username:alice"] && row.platform == "fcmv1", "\(name)")
             }
         }
@@ -99,24 +114,39 @@ import Testing
             let body = Array(#"{"Platform":"apns","Handle":"\#(handle)","Tags":["Sports","World"]}"#.utf8)
             _ = try await api.upsertRegistration(caller: alice, id: id, body: body)
             let item = NewsItem(id: "x", headline: "Derby", tagExpression: "Sports && !Politics", secure: true)
-            let payload = try #require(PayloadKeeper.payload(of: item, category: "Sports", defaultExpiry: 4_000_000_000))
+            let payload = try #require(
+                PayloadKeeper.payload(of: item, category: "Sports", defaultExpiry: 4_000_000_000)
+            )
             #expect(try await api.isInAudience(alice, payload))
             #expect(!(try await api.isInAudience(Principal(name: "bob", roles: []), payload)))
-            let politics = try #require(PayloadKeeper.payload(of: NewsItem(id: "y", headline: "Vote", secure: true), category: "Politics",
-                                                              defaultExpiry: 4_000_000_000))
+            let politics = try #require(
+                PayloadKeeper.payload(
+                    of: NewsItem(id: "y", headline: "Vote", secure: true),
+                    category: "Politics",
+                    defaultExpiry: 4_000_000_000
+                )
+            )
             #expect(!(try await api.isInAudience(alice, politics)))
         }
     }
 
     @Test func expiredPayloadsAreGone() async throws {
         try await withAPI { _, store, _ in
-            _ = try await store.insertPayload(SecurePayload(id: "old", users: ["alice"], tagExpression: nil, payload: "p", expiresAt: 100))
-            _ = try await store.insertPayload(SecurePayload(id: "new", users: ["alice"], tagExpression: nil, payload: "p", expiresAt: 300))
+            _ = try await store.insertPayload(
+                SecurePayload(id: "old", users: ["alice"], tagExpression: nil, payload: "p", expiresAt: 100)
+            )
+            _ = try await store.insertPayload(
+                SecurePayload(id: "new", users: ["alice"], tagExpression: nil, payload: "p", expiresAt: 300)
+            )
             #expect(try await store.payload(id: "old", now: 200) == nil)
             #expect(try await store.payload(id: "new", now: 200)?.payload == "p")
             #expect(try await store.deleteExpiredPayloads(now: 200) == 1)
             // The first writer wins: a replayed Kafka message does not overwrite a stored payload.
-            #expect(!(try await store.insertPayload(SecurePayload(id: "new", users: ["bob"], tagExpression: nil, payload: "q", expiresAt: 300))))
+            #expect(
+                !(try await store.insertPayload(
+                    SecurePayload(id: "new", users: ["bob"], tagExpression: nil, payload: "q", expiresAt: 300)
+                ))
+            )
         }
     }
 }

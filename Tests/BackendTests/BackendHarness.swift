@@ -1,7 +1,7 @@
 import Foundation
 import NotificationHubs
-import Testing
 import TestSupport
+import Testing
 
 /// Where a backend keeps its state in a test.
 enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
@@ -13,7 +13,10 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 /// all children of the test, stopped at `stop()`.
 final class BackendHarness: @unchecked Sendable {
     static let hub = "hubcast"
-    static let users = [("alice", "alice-secret-pw", [String]()), ("bob", "bob-secret-pw", []), ("carol", "carol-secret-pw", ["sender"])]
+    static let users = [
+        ("alice", "alice-secret-pw", [String]()), ("bob", "bob-secret-pw", []),
+        ("carol", "carol-secret-pw", ["sender"]),
+    ]
     static let jwtSecret = "hubcast-test-jwt-secret-0123456789abcdef"
     static let jwtIssuer = "https://id.example.test/"
     static let jwtAudience = "hubcast-backend"
@@ -26,16 +29,24 @@ final class BackendHarness: @unchecked Sendable {
     private(set) var pipeline: Process?
 
     init(store: StoreKind) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-backend-\(UUID().uuidString)")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hubcast-backend-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         broker = try DevBrokerProcess(partitions: 1)
-        emulator = try ServerProcess(HubcastBinary.path, ["emulator", "--hub", Self.hub, "--sample-payloads", "3", "--log-level", "warning"])
+        emulator = try ServerProcess(
+            HubcastBinary.path,
+            ["emulator", "--hub", Self.hub, "--sample-payloads", "3", "--log-level", "warning"]
+        )
         postgres = store == .postgres ? try await PostgresServer() : nil
         try Data(emulator.firstLine.utf8).write(to: directory.appendingPathComponent("connection-string"))
         try Data(Self.jwtSecret.utf8).write(to: directory.appendingPathComponent("jwt-secret"))
         for (name, password, roles) in Self.users {
-            let result = try await HubcastBinary.run(["backend", "add-user", "--users-file", usersFile, "--name", name, "--cost", "4"]
-                                                     + roles.flatMap { ["--role", $0] }, stdin: password + "\n")
+            let result = try await HubcastBinary.run(
+                ["backend", "add-user", "--users-file", usersFile, "--name", name, "--cost", "4"]
+                    + roles.flatMap { ["--role", $0] },
+                stdin: password + "\n"
+            )
             #expect(result.status == 0, "add-user \(name): \(result.stderr)")
             #expect(!result.stdout.contains(password) && !result.stderr.contains(password))
         }
@@ -48,14 +59,18 @@ final class BackendHarness: @unchecked Sendable {
     /// Starts one more backend on the shared store; returns its base URL.
     @discardableResult
     func startBackend(_ extra: [String] = []) throws -> String {
-        let server = try ServerProcess(HubcastBinary.path, [
-            "backend", "--port", "0", "--brokers", broker.bootstrap, "--hub", Self.hub,
-            "--connection-string-file", directory.appendingPathComponent("connection-string").path,
-            "--users-file", usersFile, "--store", storeLocation, "--log-level", "debug",
-            "--jwt-secret-file", directory.appendingPathComponent("jwt-secret").path,
-            "--jwt-issuer", Self.jwtIssuer, "--jwt-audience", Self.jwtAudience,
-            "--group", "backend-\(UUID().uuidString)",
-        ] + extra, timeout: .seconds(60))
+        let server = try ServerProcess(
+            HubcastBinary.path,
+            [
+                "backend", "--port", "0", "--brokers", broker.bootstrap, "--hub", Self.hub,
+                "--connection-string-file", directory.appendingPathComponent("connection-string").path,
+                "--users-file", usersFile, "--store", storeLocation, "--log-level", "debug",
+                "--jwt-secret-file", directory.appendingPathComponent("jwt-secret").path,
+                "--jwt-issuer", Self.jwtIssuer, "--jwt-audience", Self.jwtAudience,
+                "--group", "backend-\(UUID().uuidString)",
+            ] + extra,
+            timeout: .seconds(60)
+        )
         backends.append(server)
         return server.firstLine
     }
@@ -64,10 +79,12 @@ final class BackendHarness: @unchecked Sendable {
     func startPipeline() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
-        process.arguments = ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--group", "pipeline",
-                             "--connection-string-file", directory.appendingPathComponent("connection-string").path,
-                             "--dlq", "file:" + directory.appendingPathComponent("dlq.jsonl").path, "--metrics-interval", "60",
-                             "--log-level", "warning"]
+        process.arguments = [
+            "run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--group", "pipeline",
+            "--connection-string-file", directory.appendingPathComponent("connection-string").path,
+            "--dlq", "file:" + directory.appendingPathComponent("dlq.jsonl").path, "--metrics-interval", "60",
+            "--log-level", "warning",
+        ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -104,10 +121,19 @@ final class BackendHarness: @unchecked Sendable {
     /// `GET /{hub}/registrations/{id}` with a full-access SAS token: its HTTP status and body.
     func hubRegistration(_ id: String) async throws -> (status: Int, body: String) {
         let connection = try ConnectionString(parsing: emulator.firstLine)
-        let key = try #require(emulator.firstLine.split(separator: ";").first { $0.hasPrefix("SharedAccessKey=") }).dropFirst("SharedAccessKey=".count)
-        let token = SASToken(resourceURI: connection.baseURL + Self.hub, keyName: connection.keyName, key: String(key),
-                             expiry: Int64(Date().timeIntervalSince1970) + 600).header
-        let answer = try await HTTP.call("GET", connection.baseURL + Self.hub + "/registrations/\(id)?api-version=2015-01", headers: ["Authorization: \(token)"])
+        let key = try #require(emulator.firstLine.split(separator: ";").first { $0.hasPrefix("SharedAccessKey=") })
+            .dropFirst("SharedAccessKey=".count)
+        let token = SASToken(
+            resourceURI: connection.baseURL + Self.hub,
+            keyName: connection.keyName,
+            key: String(key),
+            expiry: Int64(Date().timeIntervalSince1970) + 600
+        ).header
+        let answer = try await HTTP.call(
+            "GET",
+            connection.baseURL + Self.hub + "/registrations/\(id)?api-version=2015-01",
+            headers: ["Authorization: \(token)"]
+        )
         return (answer.status, answer.body)
     }
 
@@ -121,8 +147,12 @@ final class BackendHarness: @unchecked Sendable {
     }
 
     /// Waits (a generous guard, not a timing assumption) until a delivery satisfies `matches`.
-    func waitForDelivery(timeout: Duration = .seconds(120), _ matches: @escaping ((tags: String, matched: Int, payloads: [String])) -> Bool)
-        async throws -> (tags: String, matched: Int, payloads: [String])? {
+    func waitForDelivery(
+        timeout: Duration = .seconds(120),
+        _ matches: @escaping ((tags: String, matched: Int, payloads: [String])) -> Bool
+    )
+        async throws -> (tags: String, matched: Int, payloads: [String])?
+    {
         try await poll(every: .milliseconds(100), timeout: timeout) { try await deliveries().first(where: matches) }
     }
 }
@@ -138,8 +168,14 @@ struct HTTP {
         var errorMessage: String? { json?["error"] as? String }
     }
 
-    static func call(_ method: String, _ url: String, auth: String? = nil, body: String? = nil, headers: [String] = [],
-                     cacert: String? = nil) async throws -> Answer {
+    static func call(
+        _ method: String,
+        _ url: String,
+        auth: String? = nil,
+        body: String? = nil,
+        headers: [String] = [],
+        cacert: String? = nil
+    ) async throws -> Answer {
         var arguments = ["-s", "-i", "-X", method, "--max-time", "60"]
         if let cacert { arguments += ["--cacert", cacert] }
         if let auth { arguments += ["-H", "Authorization: \(auth)"] }
@@ -147,7 +183,9 @@ struct HTTP {
         if body != nil { arguments += ["--data-binary", "@-"] }
         arguments.append(url)
         let result = try await ChildProcess.run("curl", arguments, stdin: body, timeout: .seconds(90))
-        guard result.status == 0 else { throw CurlFailed(description: "curl \(method) \(url): exit \(result.status) \(result.stderr)") }
+        guard result.status == 0 else {
+            throw CurlFailed(description: "curl \(method) \(url): exit \(result.status) \(result.stderr)")
+        }
         // A 100 Continue comes first on large bodies: the last header block is the answer's.
         var text = Substring(result.stdout)
         while text.hasPrefix("HTTP/1.1 100") || text.hasPrefix("HTTP/2 100"), let end = text.range(of: "\r\n\r\n") {

@@ -1,12 +1,16 @@
-@testable import Backend
 import Foundation
 import NotificationHubs
 import Testing
 
+@testable import Backend
+
 /// The lockout state machine, with its clock in the test's hands.
 @Suite struct LoginThrottleTests {
     @Test func locksAfterMaxFailuresAndUnlocksAfterLockout() {
-        var throttle = LoginThrottle(perUser: .init(maxFailures: 3, window: 60, lockout: 30), perAddress: .init(maxFailures: 100))
+        var throttle = LoginThrottle(
+            perUser: .init(maxFailures: 3, window: 60, lockout: 30),
+            perAddress: .init(maxFailures: 100)
+        )
         let keys: [LoginThrottle.Key] = [.user("bob"), .address("10.0.0.1")]
         for t in 0..<2 {
             #expect(throttle.decide(keys, now: Double(t)) == .allowed)
@@ -54,10 +58,12 @@ import Testing
         #expect(DevicePlatform.wns.accepts(handle: "https://db5.notify.windows.com/?token=AwYAAAB"))
         #expect(!DevicePlatform.wns.accepts(handle: "https://evil.example/?x=.notify.windows.com"))
         // Parsed as a URI, not matched as text: whatever a parser makes of these, they are not WNS hosts.
-        for hostile in [#"https://evil.test\@x.notify.windows.com/?token=x"#, "https://evil.test@x.notify.windows.com/?token=x",
-                        "https://user:pw@db5.notify.windows.com/?token=x", "http://db5.notify.windows.com/?token=x",
-                        "https://db5.notify.windows.com:8443/?token=x", "https://notify.windows.com.evil.test/?token=x",
-                        "https://db5.notify.windows.com\u{0}/?token=x", "https://db5%2Enotify.windows.com/?token=x"] {
+        for hostile in [
+            #"https://evil.test\@x.notify.windows.com/?token=x"#, "https://evil.test@x.notify.windows.com/?token=x",
+            "https://user:pw@db5.notify.windows.com/?token=x", "http://db5.notify.windows.com/?token=x",
+            "https://db5.notify.windows.com:8443/?token=x", "https://notify.windows.com.evil.test/?token=x",
+            "https://db5.notify.windows.com\u{0}/?token=x", "https://db5%2Enotify.windows.com/?token=x",
+        ] {
             #expect(!DevicePlatform.wns.accepts(handle: hostile), "\(hostile)")
         }
         #expect(DevicePlatform.wns.accepts(handle: "https://wns2-by3p.notify.windows.com/w/?token=BQYAAABx%2b"))
@@ -66,8 +72,12 @@ import Testing
     }
 
     @Test func windowsRegistrationsRoundTripThroughAtom() throws {
-        let registration = Registration(platform: .windows, handle: "https://db5.notify.windows.com/?token=AwY", tags: ["World", "username:alice"],
-                                        template: DevicePlatform.wns.template)
+        let registration = Registration(
+            platform: .windows,
+            handle: "https://db5.notify.windows.com/?token=AwY",
+            tags: ["World", "username:alice"],
+            template: DevicePlatform.wns.template
+        )
         #expect(registration.descriptionElement == "WindowsTemplateRegistrationDescription")
         let parsed = try Registration(atomEntry: registration.atomEntry)
         #expect(parsed.platform == .windows && parsed.handle == registration.handle && parsed.tags == registration.tags)
@@ -88,8 +98,14 @@ import Testing
         try users.set(name: "alice", password: "right", roles: [], cost: 4)
         let auth = Authenticator(users: users, bearer: nil, cacheSeconds: 300)
         func basic(_ password: String) -> String { "Basic " + Data("alice:\(password)".utf8).base64EncodedString() }
-        #expect(try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name == "alice")
-        #expect(try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name == "alice")
+        #expect(
+            try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name
+                == "alice"
+        )
+        #expect(
+            try await auth.authenticate(authorization: basic("right"), address: "a", plainHTTPAllowed: true).name
+                == "alice"
+        )
         await #expect(throws: Authenticator.Failure.unauthenticated) {
             try await auth.authenticate(authorization: basic("wrong"), address: "a", plainHTTPAllowed: true)
         }
@@ -104,28 +120,57 @@ import Testing
     @Test func onlyATrustedPeersForwardingHeadersCount() throws {
         let proxies = try TrustedProxies(parsing: "10.0.0.0/8, 192.168.1.7, fd00::/8")
         #expect(proxies.contains("10.200.3.4") && proxies.contains("192.168.1.7") && proxies.contains("fd12::1"))
-        #expect(!proxies.contains("192.168.1.8") && !proxies.contains("11.0.0.1") && !proxies.contains("not-an-address"))
+        #expect(
+            !proxies.contains("192.168.1.8") && !proxies.contains("11.0.0.1") && !proxies.contains("not-an-address")
+        )
         #expect(proxies.contains("::ffff:10.1.1.1"), "an IPv4-mapped peer is the IPv4 address")
         // From a trusted proxy: the rightmost untrusted hop is the client; https as the proxy says.
-        let through = proxies.origin(peer: "10.1.1.1", forwardedFor: ["198.51.100.7, 203.0.113.9", "10.2.2.2"], forwardedProto: ["https"])
+        let through = proxies.origin(
+            peer: "10.1.1.1",
+            forwardedFor: ["198.51.100.7, 203.0.113.9", "10.2.2.2"],
+            forwardedProto: ["https"]
+        )
         #expect(through.address == "203.0.113.9" && through.tls)
         // From anyone else the headers are the client's own words: ignored.
         let direct = proxies.origin(peer: "203.0.113.50", forwardedFor: ["1.2.3.4"], forwardedProto: ["https"])
         #expect(direct.address == "203.0.113.50" && !direct.tls)
         // Garbage in the header is not an address.
-        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["<script>"], forwardedProto: ["http"]) == (address: "10.1.1.1", tls: false))
-        #expect(TrustedProxies().origin(peer: "10.1.1.1", forwardedFor: ["1.2.3.4"], forwardedProto: ["https"]).address == "10.1.1.1")
+        #expect(
+            proxies.origin(peer: "10.1.1.1", forwardedFor: ["<script>"], forwardedProto: ["http"]) == (
+                address: "10.1.1.1", tls: false
+            )
+        )
+        #expect(
+            TrustedProxies().origin(peer: "10.1.1.1", forwardedFor: ["1.2.3.4"], forwardedProto: ["https"]).address
+                == "10.1.1.1"
+        )
         // Ports as load balancers write them; one spelling per address.
-        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["203.0.113.9:4711"], forwardedProto: []).address == "203.0.113.9")
-        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["[2001:DB8::1]:443"], forwardedProto: []).address == "2001:db8::1")
-        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["::ffff:203.0.113.9"], forwardedProto: []).address == "203.0.113.9")
+        #expect(
+            proxies.origin(peer: "10.1.1.1", forwardedFor: ["203.0.113.9:4711"], forwardedProto: []).address
+                == "203.0.113.9"
+        )
+        #expect(
+            proxies.origin(peer: "10.1.1.1", forwardedFor: ["[2001:DB8::1]:443"], forwardedProto: []).address
+                == "2001:db8::1"
+        )
+        #expect(
+            proxies.origin(peer: "10.1.1.1", forwardedFor: ["::ffff:203.0.113.9"], forwardedProto: []).address
+                == "203.0.113.9"
+        )
         // Every hop trusted: the nearest, never one further left that the client could have written.
-        #expect(proxies.origin(peer: "10.1.1.1", forwardedFor: ["10.9.9.9, 10.2.2.2"], forwardedProto: []).address == "10.2.2.2")
+        #expect(
+            proxies.origin(peer: "10.1.1.1", forwardedFor: ["10.9.9.9, 10.2.2.2"], forwardedProto: []).address
+                == "10.2.2.2"
+        )
     }
 
     @Test func badListsAreRefusedNamingTheEntry() {
         for bad in ["10.0.0.0/33", "fd00::/129", "10.0.0", "example.com", "10.0.0.0/x"] {
-            #expect { try TrustedProxies(parsing: bad) } throws: { ($0 as? TrustedProxies.Invalid)?.description.contains(bad.split(separator: "/").first.map(String.init) ?? bad) == true }
+            #expect { try TrustedProxies(parsing: bad) } throws: {
+                ($0 as? TrustedProxies.Invalid)?.description.contains(
+                    bad.split(separator: "/").first.map(String.init) ?? bad
+                ) == true
+            }
         }
     }
 }

@@ -1,4 +1,3 @@
-@testable import Broadcast
 import Foundation
 import Kafka
 import Logging
@@ -6,6 +5,8 @@ import News
 import NotificationHubs
 import Synchronization
 import Testing
+
+@testable import Broadcast
 
 /// The canary's book of outcomes, driven by events with the time given.
 @Suite struct CanaryBookTests {
@@ -22,21 +23,54 @@ import Testing
         var book = CanaryBook(instance: "a")
         book.requested(Self.request())
         #expect(book.taken(Self.request(), nowMs: 1_010).0 == .send)
-        #expect(book.accepted(id: "c1", notificationID: "n7", nowMs: 1_050) == [.verify(id: "c1", notificationID: "n7", atMs: 1_550)])
+        #expect(
+            book.accepted(id: "c1", notificationID: "n7", nowMs: 1_050) == [
+                .verify(id: "c1", notificationID: "n7", atMs: 1_550)
+            ]
+        )
         // Not final yet: asked again; then final, with two devices reached.
-        #expect(book.details(id: "c1", NotificationDetails(state: "Processing"), nowMs: 1_600) == [.verify(id: "c1", notificationID: "n7", atMs: 2_100)])
-        #expect(book.detailsUnavailable(id: "c1", status: 404, message: "none yet", nowMs: 2_100) == [.verify(id: "c1", notificationID: "n7", atMs: 2_600)])
-        let result = try #require(Self.finished(book.details(id: "c1", NotificationDetails(state: "Completed", outcomes: [("Success", 2)]), nowMs: 2_700)))
-        #expect(result == CanaryResult(id: "c1", outcome: .verified, endToEndMs: 50, devices: 2, notificationId: "n7", by: "a", atMs: 2_700))
+        #expect(
+            book.details(id: "c1", NotificationDetails(state: "Processing"), nowMs: 1_600) == [
+                .verify(id: "c1", notificationID: "n7", atMs: 2_100)
+            ]
+        )
+        #expect(
+            book.detailsUnavailable(id: "c1", status: 404, message: "none yet", nowMs: 2_100) == [
+                .verify(id: "c1", notificationID: "n7", atMs: 2_600)
+            ]
+        )
+        let result = try #require(
+            Self.finished(
+                book.details(
+                    id: "c1",
+                    NotificationDetails(state: "Completed", outcomes: [("Success", 2)]),
+                    nowMs: 2_700
+                )
+            )
+        )
+        #expect(
+            result
+                == CanaryResult(
+                    id: "c1",
+                    outcome: .verified,
+                    endToEndMs: 50,
+                    devices: 2,
+                    notificationId: "n7",
+                    by: "a",
+                    atMs: 2_700
+                )
+        )
         #expect(book.entries.isEmpty)
         // Reported once: the same request taken again (a consumer that caught up) is not sent again.
         #expect(book.taken(Self.request(), nowMs: 2_800).0 == .ignored)
     }
 
     @Test func telemetryThatReachedNobodyIsAFailure() throws {
-        for (details, reason) in [(NotificationDetails(state: "NoTargetFound"), "no-target"),
-                                  (NotificationDetails(state: "Completed", outcomes: [("InvalidCredentials", 3)]), "no-device"),
-                                  (NotificationDetails(state: "Abandoned"), "abandoned")] {
+        for (details, reason) in [
+            (NotificationDetails(state: "NoTargetFound"), "no-target"),
+            (NotificationDetails(state: "Completed", outcomes: [("InvalidCredentials", 3)]), "no-device"),
+            (NotificationDetails(state: "Abandoned"), "abandoned"),
+        ] {
             var book = CanaryBook(instance: "a")
             _ = book.taken(Self.request(), nowMs: 1_000)
             _ = book.accepted(id: "c1", notificationID: "n", nowMs: 1_100)
@@ -54,7 +88,9 @@ import Testing
         // Refused once (a Basic hub): accepted, and never asked again in this process.
         _ = book.taken(Self.request("c2"), nowMs: 1_000)
         _ = book.accepted(id: "c2", notificationID: "n2", nowMs: 1_100)
-        let refused = try #require(Self.finished(book.detailsUnavailable(id: "c2", status: 403, message: "tier", nowMs: 1_600)))
+        let refused = try #require(
+            Self.finished(book.detailsUnavailable(id: "c2", status: 403, message: "tier", nowMs: 1_600))
+        )
         #expect(refused.outcome == .accepted && refused.reason?.contains("HTTP 403") == true)
         _ = book.taken(Self.request("c3"), nowMs: 1_000)
         let next = try #require(Self.finished(book.accepted(id: "c3", notificationID: "n3", nowMs: 1_100)))
@@ -87,7 +123,9 @@ import Testing
         #expect(try #require(Self.finished(book.tick(nowMs: 5_000, owning: true))).reason == "tls")
         // The sender found it past its deadline before the clock did: the same reason.
         _ = book.taken(Self.request("seen-stale", deadline: 5_000), nowMs: 1_000)
-        #expect(Self.finished(book.failed(id: "seen-stale", reason: "stale", final: true, nowMs: 5_001))?.reason == "tls")
+        #expect(
+            Self.finished(book.failed(id: "seen-stale", reason: "stale", final: true, nowMs: 5_001))?.reason == "tls"
+        )
         book.hubAvailable()
         _ = book.taken(Self.request("queued", deadline: 5_000), nowMs: 1_000)
         #expect(try #require(Self.finished(book.tick(nowMs: 5_000, owning: true))).reason == "undelivered")
@@ -104,11 +142,18 @@ import Testing
         let late = book.taken(Self.request("late", deadline: 5_000), nowMs: 5_001)
         #expect(late.0 == .late && Self.finished(late.1)?.reason == "stale")
         // Long past it (a new group reading the topic's history): not a failure of now.
-        #expect(book.taken(Self.request("history", deadline: 5_000), nowMs: 5_000 + CanaryBook.historyAfterMs) == (.ignored, []))
+        #expect(
+            book.taken(Self.request("history", deadline: 5_000), nowMs: 5_000 + CanaryBook.historyAfterMs) == (
+                .ignored, []
+            )
+        )
 
         // The item's fault: reported at once.
         _ = book.taken(Self.request("bad", deadline: 9_000), nowMs: 6_000)
-        #expect(Self.finished(book.failed(id: "bad", reason: "bad-request", final: true, nowMs: 6_100))?.reason == "bad-request")
+        #expect(
+            Self.finished(book.failed(id: "bad", reason: "bad-request", final: true, nowMs: 6_100))?.reason
+                == "bad-request"
+        )
     }
 }
 
@@ -136,7 +181,10 @@ import Testing
         let sender: HubSender
         let preparer: NewsPreparer
 
-        init(hub: @escaping @Sendable (HTTPRequest) -> HTTPResponse, details: NotificationDetails = NotificationDetails(state: "Completed", outcomes: [("Success", 1)])) throws {
+        init(
+            hub: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
+            details: NotificationDetails = NotificationDetails(state: "Completed", outcomes: [("Success", 1)])
+        ) throws {
             (results, resultWriter) = AsyncStream.makeStream()
             let clock = self.clock, published = self.published, lines = self.lines, writer = resultWriter
             let nowMs: @Sendable () -> Int64 = { Self.origin + clock.now.offset.inMilliseconds }
@@ -146,20 +194,39 @@ import Testing
                     if case .result(let result) = record { writer.yield(result) }
                 },
                 owns: { true },
-                details: { _ in details })
+                details: { _ in details }
+            )
             seams.nowMs = nowMs
             seams.sleep = { try await clock.sleep(for: $0) }
             seams.write = { bytes in lines.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) } }
             let logger = Logger(label: "hubcast.tests")
-            canary = Canary(configuration: Canary.Configuration(tag: "test-devices", instance: "i1"), seams: seams, logger: logger)
-            let connection = try ConnectionString(parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk=")
+            canary = Canary(
+                configuration: Canary.Configuration(tag: "test-devices", instance: "i1"),
+                seams: seams,
+                logger: logger
+            )
+            let connection = try ConnectionString(
+                parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
+            )
             let metrics = PipelineMetrics(categories: Categories.seedNames)
-            sender = HubSender(configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"), transport: InMemoryTransport(hub),
-                               delivered: DeliveredSends(capacity: 10), metrics: metrics, logger: logger,
-                               clock: { Double(nowMs()) / 1000 })
+            sender = HubSender(
+                configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"),
+                transport: InMemoryTransport(hub),
+                delivered: DeliveredSends(capacity: 10),
+                metrics: metrics,
+                logger: logger,
+                clock: { Double(nowMs()) / 1000 }
+            )
             sender.attach(canary)
-            preparer = NewsPreparer(categories: try Categories(), maxMessageBytes: 65_536, delivered: sender.delivered, metrics: metrics,
-                                    logger: logger, canary: canary, clock: { Double(nowMs()) / 1000 })
+            preparer = NewsPreparer(
+                categories: try Categories(),
+                maxMessageBytes: 65_536,
+                delivered: sender.delivered,
+                metrics: metrics,
+                logger: logger,
+                canary: canary,
+                clock: { Double(nowMs()) / 1000 }
+            )
         }
 
         func message(_ record: CanaryRecord) -> KafkaMessage {
@@ -174,7 +241,9 @@ import Testing
         /// The one send the preparer makes of a request.
         func send(for request: CanaryRequest) throws -> NewsSend {
             var preparer = self.preparer
-            guard case .sends(let sends, let priority, _) = preparer.prepare(message(.request(request))), sends.count == 1 else {
+            guard case .sends(let sends, let priority, _) = preparer.prepare(message(.request(request))),
+                sends.count == 1
+            else {
                 throw CanaryTestError.notPlanned
             }
             #expect(priority == .breaking && sends[0].isCanary && sends[0].planned.tagExpression == "test-devices")
@@ -191,8 +260,14 @@ import Testing
     enum CanaryTestError: Error { case notPlanned }
 
     static func accepted(_ request: HTTPRequest) -> HTTPResponse {
-        HTTPResponse(status: 201, headers: [HTTPHeader("location", "https://ns.servicebus.windows.net/breaking/messages/42?api-version=2020-06")],
-                     body: [], elapsed: .milliseconds(3))
+        HTTPResponse(
+            status: 201,
+            headers: [
+                HTTPHeader("location", "https://ns.servicebus.windows.net/breaking/messages/42?api-version=2020-06")
+            ],
+            body: [],
+            elapsed: .milliseconds(3)
+        )
     }
 
     @Test func aCanaryGoesToItsTagAtBreakingPriorityAndIsVerified() async throws {
@@ -201,29 +276,57 @@ import Testing
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1"))
         rig.clock.advance(by: .milliseconds(25))
-        guard case .delivered = await rig.sender.deliver(send) else { Issue.record("not delivered"); return }
+        guard case .delivered = await rig.sender.deliver(send) else {
+            Issue.record("not delivered")
+            return
+        }
         // Its telemetry is read half a second after the hub took it: the ticker and that read both sleep.
         await rig.clock.waitForSleepers(2)
         rig.clock.advance(by: .milliseconds(500))
         let result = try #require(await rig.nextResult())
-        #expect(result.outcome == .verified && result.devices == 1 && result.notificationId == "42" && result.endToEndMs == 25, "\(result)")
+        #expect(
+            result.outcome == .verified && result.devices == 1 && result.notificationId == "42"
+                && result.endToEndMs == 25,
+            "\(result)"
+        )
         let line = try #require(rig.lines.withLock { $0.first })
         let json = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        #expect((json["canary"] as? [String: Any])?["outcome"] as? String == "verified" && json["ts"] is String, "\(line)")
+        #expect(
+            (json["canary"] as? [String: Any])?["outcome"] as? String == "verified" && json["ts"] is String,
+            "\(line)"
+        )
         // A result read back from the topic is nothing for the pipeline to send.
         var preparer = rig.preparer
-        guard case .done = preparer.prepare(rig.message(.result(result))) else { Issue.record("a result was planned"); return }
-        guard case .done = preparer.prepare(KafkaMessage(topic: Canary.defaultTopic, partition: 0, offset: 2, value: Array("{}".utf8))) else {
-            Issue.record("junk on the canary topic was planned"); return
+        guard case .done = preparer.prepare(rig.message(.result(result))) else {
+            Issue.record("a result was planned")
+            return
+        }
+        guard
+            case .done = preparer.prepare(
+                KafkaMessage(topic: Canary.defaultTopic, partition: 0, offset: 2, value: Array("{}".utf8))
+            )
+        else {
+            Issue.record("junk on the canary topic was planned")
+            return
         }
     }
 
     @Test func refusedCredentialsHoldTheCanaryAndItFailsAtItsDeadlineSayingWhy() async throws {
-        let rig = try Rig(hub: { _ in HTTPResponse(status: 401, headers: [], body: Array("<Error><Code>401</Code><Detail>no</Detail></Error>".utf8), elapsed: .zero) })
+        let rig = try Rig(hub: { _ in
+            HTTPResponse(
+                status: 401,
+                headers: [],
+                body: Array("<Error><Code>401</Code><Detail>no</Detail></Error>".utf8),
+                elapsed: .zero
+            )
+        })
         let service = Task { try await rig.canary.run() }
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1", deadlineIn: 2_000))
-        guard case .hubUnavailable = await rig.sender.deliver(send) else { Issue.record("a 401 did not hold the send"); return }
+        guard case .hubUnavailable = await rig.sender.deliver(send) else {
+            Issue.record("a 401 did not hold the send")
+            return
+        }
         await rig.clock.waitForSleepers(1)
         rig.clock.advance(by: .milliseconds(2_000))
         let result = try #require(await rig.nextResult())
@@ -235,7 +338,10 @@ import Testing
         let service = Task { try await rig.canary.run() }
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1"))
-        guard case .finishedElsewhere = await rig.sender.deliver(send) else { Issue.record("a refused canary was dead-lettered or held"); return }
+        guard case .finishedElsewhere = await rig.sender.deliver(send) else {
+            Issue.record("a refused canary was dead-lettered or held")
+            return
+        }
         let result = try #require(await rig.nextResult())
         #expect(result.outcome == .failed && result.reason == "bad-request", "\(result)")
     }
@@ -247,10 +353,13 @@ import Testing
     @Test func mutatedRecordsAreSkippedOrPlannedAsOneBoundedSend() throws {
         let rig = try CanaryShellTests.Rig(hub: CanaryShellTests.accepted)
         let now = rig.nowMs
-        let seeds = [CanaryRecord.request(CanaryRequest(id: "c", requestedAtMs: now, deadlineMs: now + 9_999_999_999, by: "x")).bytes,
-                     CanaryRecord.result(CanaryResult(id: "c", outcome: .failed, reason: "r", by: "x", atMs: now)).bytes,
-                     Array(#"{"request":{"id":"","requestedAtMs":-1,"deadlineMs":9223372036854775807,"by":"\u0000"}}"#.utf8),
-                     Array(String(repeating: "[", count: 5000).utf8)]
+        let seeds = [
+            CanaryRecord.request(CanaryRequest(id: "c", requestedAtMs: now, deadlineMs: now + 9_999_999_999, by: "x"))
+                .bytes,
+            CanaryRecord.result(CanaryResult(id: "c", outcome: .failed, reason: "r", by: "x", atMs: now)).bytes,
+            Array(#"{"request":{"id":"","requestedAtMs":-1,"deadlineMs":9223372036854775807,"by":"\u0000"}}"#.utf8),
+            Array(String(repeating: "[", count: 5000).utf8),
+        ]
         var generator = SystemRandomNumberGenerator()
         var planned = 0
         for round in 0..<3000 {
@@ -264,7 +373,9 @@ import Testing
                 }
             }
             var preparer = rig.preparer
-            switch preparer.prepare(KafkaMessage(topic: Canary.defaultTopic, partition: 0, offset: Int64(round), value: bytes)) {
+            switch preparer.prepare(
+                KafkaMessage(topic: Canary.defaultTopic, partition: 0, offset: Int64(round), value: bytes)
+            ) {
             case .done: break
             case .deadLetter: Issue.record("a canary record was dead-lettered")
             case .sends(let sends, let priority, let freshFor):
@@ -272,7 +383,10 @@ import Testing
                 // On through the rest of its life: accepted (its latency computed), then its deadline.
                 rig.canary.accepted(sends[0], notificationID: "n")
                 rig.canary.failed(sends[0], reason: .stale, final: true)
-                #expect(sends.count == 1 && sends[0].isCanary && sends[0].planned.tagExpression == "test-devices" && priority == .breaking)
+                #expect(
+                    sends.count == 1 && sends[0].isCanary && sends[0].planned.tagExpression == "test-devices"
+                        && priority == .breaking
+                )
                 #expect((freshFor ?? .zero) <= .milliseconds(CanaryBook.longestDeadlineMs))
             }
         }
@@ -285,7 +399,12 @@ import Testing
     @Test func otherGroupsImplausibleRequestsAndAFloodAreLeftAlone() {
         var book = CanaryBook(instance: "a", group: "news")
         let now: Int64 = 1_800_000_000_000
-        func request(_ id: String, group: String? = "news", at: Int64 = now, deadline: Int64 = now + 60_000) -> CanaryRequest {
+        func request(
+            _ id: String,
+            group: String? = "news",
+            at: Int64 = now,
+            deadline: Int64 = now + 60_000
+        ) -> CanaryRequest {
             CanaryRequest(id: id, requestedAtMs: at, deadlineMs: deadline, by: "x", group: group)
         }
         #expect(book.taken(request("other", group: "sports"), nowMs: now).0 == .ignored)
@@ -307,9 +426,17 @@ import Testing
         let request = CanaryRequest(id: "c", requestedAtMs: 1_000, deadlineMs: 10_000, by: "a")
         _ = book.taken(request, nowMs: 1_000)
         _ = book.accepted(id: "c", notificationID: "n", nowMs: 1_100)
-        #expect(book.detailsUnavailable(id: "c", status: 401, message: "key", nowMs: 1_600) == [.verify(id: "c", notificationID: "n", atMs: 2_100)])
+        #expect(
+            book.detailsUnavailable(id: "c", status: 401, message: "key", nowMs: 1_600) == [
+                .verify(id: "c", notificationID: "n", atMs: 2_100)
+            ]
+        )
         #expect(book.telemetryRefused == nil)
-        let verified = book.details(id: "c", NotificationDetails(state: "DetailedStateAvailable", outcomes: [("Success", 1)]), nowMs: 2_200)
+        let verified = book.details(
+            id: "c",
+            NotificationDetails(state: "DetailedStateAvailable", outcomes: [("Success", 1)]),
+            nowMs: 2_200
+        )
         #expect(CanaryBookTests.finished(verified)?.outcome == .verified)
     }
 }

@@ -1,6 +1,7 @@
-@testable import Broadcast
-import Testing
 import TestSupport
+import Testing
+
+@testable import Broadcast
 
 /// Copies of one (item, audience) pair in flight at once: the second waits for the first, then is
 /// skipped if the hub accepted it, or sent if it failed.
@@ -21,7 +22,10 @@ import TestSupport
         let sends = DeliveredSends(capacity: 10)
         #expect(await sends.claim(7) == .send)
         let second = Task { await sends.claim(7) }
-        #expect(try await poll(every: .milliseconds(1), timeout: .seconds(60)) { sends.waiting(7) == 1 ? true : nil } == true)
+        #expect(
+            try await poll(every: .milliseconds(1), timeout: .seconds(60)) { sends.waiting(7) == 1 ? true : nil }
+                == true
+        )
         sends.finished(7, accepted: true)
         #expect(await second.value == .duplicate)
     }
@@ -30,10 +34,16 @@ import TestSupport
         let sends = DeliveredSends(capacity: 10)
         #expect(await sends.claim(7) == .send)
         let copies = (0..<3).map { _ in Task { await sends.claim(7) } }
-        #expect(try await poll(every: .milliseconds(1), timeout: .seconds(60)) { sends.waiting(7) == 3 ? true : nil } == true)
+        #expect(
+            try await poll(every: .milliseconds(1), timeout: .seconds(60)) { sends.waiting(7) == 3 ? true : nil }
+                == true
+        )
         sends.finished(7, accepted: false)
         // One of them has the pair now; the others wait on it again, and its acceptance makes them duplicates.
-        #expect(try await poll(every: .milliseconds(1), timeout: .seconds(60)) { sends.waiting(7) == 2 ? true : nil } == true)
+        #expect(
+            try await poll(every: .milliseconds(1), timeout: .seconds(60)) { sends.waiting(7) == 2 ? true : nil }
+                == true
+        )
         sends.finished(7, accepted: true)
         var claims: [DeliveredSends.Claim] = []
         for copy in copies { claims.append(await copy.value) }

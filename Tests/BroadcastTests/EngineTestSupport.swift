@@ -8,14 +8,26 @@ typealias Engine = PipelineEngine<String>
 let p0 = TopicPartition(topic: "news.world", partition: 0)
 let p1 = TopicPartition(topic: "news.world", partition: 1)
 
-func record(_ partition: TopicPartition, _ offset: Int64, sends: [String], priority: Priority = .normal,
-            freshFor: Duration? = nil) -> Engine.Record {
-    Engine.Record(position: RecordPosition(partition, offset: offset), work: .sends(sends, priority: priority, freshFor: freshFor))
+func record(
+    _ partition: TopicPartition,
+    _ offset: Int64,
+    sends: [String],
+    priority: Priority = .normal,
+    freshFor: Duration? = nil
+) -> Engine.Record {
+    Engine.Record(
+        position: RecordPosition(partition, offset: offset),
+        work: .sends(sends, priority: priority, freshFor: freshFor)
+    )
 }
 
 func deadLetter(_ partition: TopicPartition, _ offset: Int64) -> DeadLetterRecord {
-    DeadLetterRecord(reason: "invalid", error: "test", message: Array("x".utf8),
-                     source: KafkaMessage(topic: partition.topic, partition: partition.partition, offset: offset, value: []))
+    DeadLetterRecord(
+        reason: "invalid",
+        error: "test",
+        message: Array("x".utf8),
+        source: KafkaMessage(topic: partition.topic, partition: partition.partition, offset: offset, value: [])
+    )
 }
 
 func seconds(_ s: Double) -> Duration { .milliseconds(Int64(s * 1000)) }

@@ -1,4 +1,3 @@
-@testable import Broadcast
 import Kafka
 import Logging
 import News
@@ -6,19 +5,35 @@ import NotificationHubs
 import Synchronization
 import Testing
 
+@testable import Broadcast
+
 /// What the news preparer and the hub sender make of an item's priority and age.
 @Suite struct FreshnessAndPriorityTests {
     static let logger = Logger(label: "hubcast.tests")
     static let now = 1_800_000_000.0
 
-    func preparer(categoryPriority: [String: Priority] = [:], maxAge: Duration? = .seconds(1200)) throws -> NewsPreparer {
-        NewsPreparer(categories: try Categories(), maxMessageBytes: 65_536, delivered: DeliveredSends(capacity: 100),
-                     metrics: PipelineMetrics(categories: Categories.seedNames), logger: Self.logger,
-                     categoryPriority: categoryPriority, maxAge: maxAge, clock: { Self.now })
+    func preparer(categoryPriority: [String: Priority] = [:], maxAge: Duration? = .seconds(1200)) throws -> NewsPreparer
+    {
+        NewsPreparer(
+            categories: try Categories(),
+            maxMessageBytes: 65_536,
+            delivered: DeliveredSends(capacity: 100),
+            metrics: PipelineMetrics(categories: Categories.seedNames),
+            logger: Self.logger,
+            categoryPriority: categoryPriority,
+            maxAge: maxAge,
+            clock: { Self.now }
+        )
     }
 
     func message(_ json: String, topic: String = "news.world", producedSecondsAgo age: Double = 1) -> KafkaMessage {
-        KafkaMessage(topic: topic, partition: 0, offset: 7, value: Array(json.utf8), timestampMs: Int64((Self.now - age) * 1000))
+        KafkaMessage(
+            topic: topic,
+            partition: 0,
+            offset: 7,
+            value: Array(json.utf8),
+            timestampMs: Int64((Self.now - age) * 1000)
+        )
     }
 
     @Test func anItemsPriorityWinsOverItsCategorysWhichWinsOverNormal() throws {
@@ -41,13 +56,19 @@ import Testing
 
     @Test func anItemOlderThanTheMaximumAgeIsDeadLetteredAsStaleAndAYoungerOneCarriesItsDeadline() throws {
         var p = try preparer(maxAge: .seconds(600))
-        guard case .deadLetter(let record) = p.prepare(message(#"{"id":"old","headline":"h"}"#, producedSecondsAgo: 601)) else {
+        guard
+            case .deadLetter(let record) = p.prepare(message(#"{"id":"old","headline":"h"}"#, producedSecondsAgo: 601))
+        else {
             Issue.record("an item 601 s old was not dead-lettered")
             return
         }
         #expect(record.reason == "stale")
         #expect(record.error.contains("601 s ago"), "\(record.error)")
-        guard case .sends(let sends, _, let freshFor) = p.prepare(message(#"{"id":"young","headline":"h"}"#, producedSecondsAgo: 100)) else {
+        guard
+            case .sends(let sends, _, let freshFor) = p.prepare(
+                message(#"{"id":"young","headline":"h"}"#, producedSecondsAgo: 100)
+            )
+        else {
             Issue.record("an item 100 s old was not planned")
             return
         }
@@ -58,14 +79,24 @@ import Testing
     @Test func expiresAtBoundsAnItemInsteadOfTheMaximumAgeAndNoBoundMeansNone() throws {
         var p = try preparer(maxAge: .seconds(60))
         // Two hours old but expiring in an hour: its own expiry decides.
-        guard case .sends(_, _, let freshFor) = p.prepare(message(#"{"id":"e","headline":"h","expiresAt":"2027-01-15T09:00:00Z"}"#,
-                                                                producedSecondsAgo: 7200)) else {
+        guard
+            case .sends(_, _, let freshFor) = p.prepare(
+                message(
+                    #"{"id":"e","headline":"h","expiresAt":"2027-01-15T09:00:00Z"}"#,
+                    producedSecondsAgo: 7200
+                )
+            )
+        else {
             Issue.record("an item with a later expiresAt was not planned")
             return
         }
         #expect(freshFor == .seconds(Timestamp(rfc3339: "2027-01-15T09:00:00Z")!.epochSeconds - Self.now))
         var unbounded = try preparer(maxAge: nil)
-        guard case .sends(let sends, _, let none) = unbounded.prepare(message(#"{"id":"u","headline":"h"}"#, producedSecondsAgo: 86_400)) else {
+        guard
+            case .sends(let sends, _, let none) = unbounded.prepare(
+                message(#"{"id":"u","headline":"h"}"#, producedSecondsAgo: 86_400)
+            )
+        else {
             Issue.record("with no maximum age an old item was not planned")
             return
         }
@@ -78,13 +109,27 @@ import Testing
             requests.withLock { $0 += 1 }
             return HTTPResponse(status: 201, headers: [], body: [], elapsed: .zero)
         }
-        let connection = try ConnectionString(parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk=")
-        let sender = HubSender(configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"), transport: transport,
-                               delivered: DeliveredSends(capacity: 10), metrics: PipelineMetrics(categories: ["World"]), logger: Self.logger,
-                               clock: { Self.now })
+        let connection = try ConnectionString(
+            parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
+        )
+        let sender = HubSender(
+            configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"),
+            transport: transport,
+            delivered: DeliveredSends(capacity: 10),
+            metrics: PipelineMetrics(categories: ["World"]),
+            logger: Self.logger,
+            clock: { Self.now }
+        )
         let planned = PlannedSend(tagExpression: "World", properties: [("messageParam", "m")])
         let source = message(#"{"id":"s","headline":"h"}"#)
-        let stale = NewsSend(planned: planned, itemID: "s", category: "World", source: source, priority: .breaking, staleAt: Self.now - 1)
+        let stale = NewsSend(
+            planned: planned,
+            itemID: "s",
+            category: "World",
+            source: source,
+            priority: .breaking,
+            staleAt: Self.now - 1
+        )
         guard case .failed(let record) = await sender.deliver(stale) else {
             Issue.record("a stale send was not dead-lettered")
             return
@@ -102,13 +147,26 @@ import Testing
     @Test func a5xxGoesAgainWhileFreshAndIsDeadLetteredAsServerErrorOncePastItsBound() async throws {
         let now = Mutex(Self.now)
         let transport = InMemoryTransport(status: 503)
-        let connection = try ConnectionString(parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk=")
+        let connection = try ConnectionString(
+            parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
+        )
         var config = NotificationHubConfiguration(connection: connection, hubName: "breaking")
         config.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(1))
-        let sender = HubSender(configuration: config, transport: transport, delivered: DeliveredSends(capacity: 10),
-                               metrics: PipelineMetrics(categories: ["World"]), logger: Self.logger, clock: { now.withLock { $0 } })
-        let send = NewsSend(planned: PlannedSend(tagExpression: "World", properties: [("messageParam", "m")]), itemID: "s", category: "World",
-                            source: message(#"{"id":"s","headline":"h"}"#), staleAt: Self.now + 60)
+        let sender = HubSender(
+            configuration: config,
+            transport: transport,
+            delivered: DeliveredSends(capacity: 10),
+            metrics: PipelineMetrics(categories: ["World"]),
+            logger: Self.logger,
+            clock: { now.withLock { $0 } }
+        )
+        let send = NewsSend(
+            planned: PlannedSend(tagExpression: "World", properties: [("messageParam", "m")]),
+            itemID: "s",
+            category: "World",
+            source: message(#"{"id":"s","headline":"h"}"#),
+            staleAt: Self.now + 60
+        )
         guard case .hubUnavailable(_, let noAnswer) = await sender.deliver(send) else {
             Issue.record("a fresh send answered 503 was dead-lettered")
             return
@@ -120,7 +178,10 @@ import Testing
             Issue.record("a send past its bound was not dead-lettered")
             return
         }
-        #expect(record.reason == "server-error" && record.status == 503, "\(record.reason) \(String(describing: record.status))")
+        #expect(
+            record.reason == "server-error" && record.status == 503,
+            "\(record.reason) \(String(describing: record.status))"
+        )
         // Without a bound (--max-age 0, no expiresAt), a 5xx after its retries is dead-lettered at once, as before.
         let unbounded = NewsSend(planned: send.planned, itemID: "u", category: "World", source: send.source)
         guard case .failed(let other) = await sender.deliver(unbounded) else {

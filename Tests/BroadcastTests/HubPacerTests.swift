@@ -102,7 +102,9 @@ struct PacerSimulation {
             var next = now + .microseconds(200)
             if let answer = inFlight.first?.at { next = min(next, answer) }
             if let retry = waiting.first?.notBefore { next = min(next, retry) }
-            if inFlight.count < concurrency, hasDemand, let token = pacer.nextTokenAt(now: now) { next = min(next, token) }
+            if inFlight.count < concurrency, hasDemand, let token = pacer.nextTokenAt(now: now) {
+                next = min(next, token)
+            }
             now = max(next, now + .nanoseconds(100))
         }
     }
@@ -186,7 +188,10 @@ struct PacerSimulation {
         await sim.run(until: .seconds(60))
         #expect(sim.allAccepted)
         // Four rounds of one-second Retry-After leave 600 × 7⁻⁴ ≈ 0.25 unsent.
-        #expect(sim.acceptedAt.last.map { $0 < .seconds(8) } == true, "last accepted at \(String(describing: sim.acceptedAt.last))")
+        #expect(
+            sim.acceptedAt.last.map { $0 < .seconds(8) } == true,
+            "last accepted at \(String(describing: sim.acceptedAt.last))"
+        )
         #expect(sim.earlyRetries == 0, "no send goes again before its Retry-After")
     }
 
@@ -275,7 +280,10 @@ struct PacerSimulation {
         configuration.maxRate = 200
         // A hub that never throttles, and one whose quota is above the cap: both stay under it.
         for quota in [1_000_000.0, 250] {
-            var sim = PacerSimulation(pacer: HubPacer(configuration: configuration), quota: SimulatedQuota(rate: quota, burst: quota / 10))
+            var sim = PacerSimulation(
+                pacer: HubPacer(configuration: configuration),
+                quota: SimulatedQuota(rate: quota, burst: quota / 10)
+            )
             await sim.run(until: .seconds(20))
             let capacity = max(1, 200 * configuration.burst.inSeconds)
             var start = 0
@@ -291,7 +299,10 @@ struct PacerSimulation {
     @Test func aThrottleAtTheCapStillLowersTheRate() async {
         var configuration = HubPacer.Configuration()
         configuration.maxRate = 1000
-        var sim = PacerSimulation(pacer: HubPacer(configuration: configuration), quota: SimulatedQuota(rate: 400, burst: 40))
+        var sim = PacerSimulation(
+            pacer: HubPacer(configuration: configuration),
+            quota: SimulatedQuota(rate: 400, burst: 40)
+        )
         await sim.run(until: .seconds(60))
         let settled = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(60))
         #expect(settled >= 360 && settled <= 404, "a wrong --max-rate is corrected by throttling: \(settled)")

@@ -1,5 +1,5 @@
-import TestSupport
 import News
+import TestSupport
 
 /// Kafka message values for the planner fuzz test, each with what the generator meant it to be.
 enum NewsItemFuzzer {
@@ -9,7 +9,8 @@ enum NewsItemFuzzer {
     static let nameBytes = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_".utf8)
     /// Letters from several scripts, emoji, combining and bidi marks, controls: all legal in a JSON string.
     static let textScalars: [Unicode.Scalar] = [
-        "a", "Z", "7", "é", "ß", "ニ", "ュ", "😀", "👩", "\u{200D}", "\u{301}", "\u{202E}", "\u{FEFF}", "\u{0}", "\u{1B}", "\u{7F}",
+        "a", "Z", "7", "é", "ß", "ニ", "ュ", "😀", "👩", "\u{200D}", "\u{301}", "\u{202E}", "\u{FEFF}", "\u{0}", "\u{1B}",
+        "\u{7F}",
         "\u{85}", "\u{2028}", "\u{FFFD}", "\u{10FFFF}", "\"", "\\", "/", "{", "[", "!", "(",
     ]
 
@@ -61,12 +62,17 @@ enum NewsItemFuzzer {
     /// Within every rule of the schema, with an audience `SendPlanner` accepts.
     static func validItem(_ rng: inout SeededGenerator) -> NewsItem {
         var item = NewsItem(id: text(&rng, maxLength: 60), headline: text(&rng, maxLength: 200))
-        if Bool.random(using: &rng) { item.category = Bool.random(using: &rng) ? Categories.seedNames.randomElement(using: &rng) : tag(&rng) }
+        if Bool.random(using: &rng) {
+            item.category = Bool.random(using: &rng) ? Categories.seedNames.randomElement(using: &rng) : tag(&rng)
+        }
         if Bool.random(using: &rng) { item.body = text(&rng, maxLength: 400) }
         if Bool.random(using: &rng) { item.url = "https://news.example/" + tag(&rng) }
         item.secure = Int.random(in: 0..<10, using: &rng) == 0
         for _ in 0..<Int.random(in: 0...4, using: &rng) {
-            item.properties[slice(of: namePool, count: Int.random(in: 1...120, using: &rng), &rng)] = text(&rng, maxLength: 40)
+            item.properties[slice(of: namePool, count: Int.random(in: 1...120, using: &rng), &rng)] = text(
+                &rng,
+                maxLength: 40
+            )
         }
         switch Int.random(in: 0..<3, using: &rng) {
         case 0: item.tagExpression = validExpression(&rng)
@@ -96,10 +102,12 @@ enum NewsItemFuzzer {
     static func schemaMutation(_ rng: inout SeededGenerator) -> [UInt8] {
         let item = validItem(&rng)
         var text = String(decoding: item.json, as: UTF8.self)
-        let swaps = [("\"headline\":", "\"headline\":42,\"x\":"), ("\"id\":", "\"id\":null,\"y\":"), ("{", "{\"users\":[],"),
-                     ("{", "{\"users\":\"alice\","), ("{", "{\"tagExpression\":\"\","), ("{", "{\"secure\":\"yes\","),
-                     ("{", "{\"properties\":{\"bad name\":\"v\"},"), ("{", "{\"expiresAt\":\"2026-13-01T00:00:00Z\","),
-                     ("\"id\"", "\"iD\""), ("{", "[")]
+        let swaps = [
+            ("\"headline\":", "\"headline\":42,\"x\":"), ("\"id\":", "\"id\":null,\"y\":"), ("{", "{\"users\":[],"),
+            ("{", "{\"users\":\"alice\","), ("{", "{\"tagExpression\":\"\","), ("{", "{\"secure\":\"yes\","),
+            ("{", "{\"properties\":{\"bad name\":\"v\"},"), ("{", "{\"expiresAt\":\"2026-13-01T00:00:00Z\","),
+            ("\"id\"", "\"iD\""), ("{", "["),
+        ]
         let (from, to) = swaps.randomElement(using: &rng) ?? ("{", "[")
         if let range = text.range(of: from) { text.replaceSubrange(range, with: to) }
         return Array(text.utf8)
@@ -122,12 +130,13 @@ enum NewsItemFuzzer {
         let n = rng.logUniform(upTo: 30_000)
         let arrays = String(repeating: "[", count: n) + String(repeating: "]", count: n)
         let objects = String(repeating: "{\"a\":", count: n / 5) + "1" + String(repeating: "}", count: n / 5)
-        let text = switch Int.random(in: 0..<4, using: &rng) {
-        case 0: arrays
-        case 1: objects
-        case 2: #"{"id":"d","headline":"h","properties":"# + objects + "}"
-        default: #"{"id":"d","headline":"h","users":"# + arrays + "}"
-        }
+        let text =
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: arrays
+            case 1: objects
+            case 2: #"{"id":"d","headline":"h","properties":"# + objects + "}"
+            default: #"{"id":"d","headline":"h","users":"# + arrays + "}"
+            }
         return Array(text.utf8)
     }
 
@@ -139,7 +148,9 @@ enum NewsItemFuzzer {
         case 0: item.headline = huge
         case 1: item.body = huge
         case 2: item.id = huge
-        default: item.users = nil; item.tagExpression = huge
+        default:
+            item.users = nil
+            item.tagExpression = huge
         }
         return item.json
     }
@@ -150,21 +161,28 @@ enum NewsItemFuzzer {
         item.users = nil
         let n = rng.logUniform(upTo: 32_000)
         let tokens = ["(", ")", "!", "&&", "||", " ", "a", "é", "\u{1B}", "\u{0}", "||||", "(!"]
-        item.tagExpression = switch Int.random(in: 0..<5, using: &rng) {
-        case 0: String(repeating: "(", count: n) + "World" + String(repeating: ")", count: n)
-        case 1: String(repeating: "!", count: n) + "World"
-        case 2: (0..<1 + n / 10).map { _ in tag(&rng, maxLength: 4) }.joined(separator: Bool.random(using: &rng) ? "||" : "&&")
-        case 3: (0..<1 + n % 200).map { _ in tokens.randomElement(using: &rng) ?? "" }.joined()
-        default: tag(&rng, maxLength: 200)
-        }
+        item.tagExpression =
+            switch Int.random(in: 0..<5, using: &rng) {
+            case 0: String(repeating: "(", count: n) + "World" + String(repeating: ")", count: n)
+            case 1: String(repeating: "!", count: n) + "World"
+            case 2:
+                (0..<1 + n / 10).map { _ in tag(&rng, maxLength: 4) }.joined(
+                    separator: Bool.random(using: &rng) ? "||" : "&&"
+                )
+            case 3: (0..<1 + n % 200).map { _ in tokens.randomElement(using: &rng) ?? "" }.joined()
+            default: tag(&rng, maxLength: 200)
+            }
         return item
     }
 
     /// Strings JSON forbids or that only escapes allow: raw controls, bad UTF-8, lone surrogates, a BOM.
     static func oddStrings(_ rng: inout SeededGenerator) -> [UInt8] {
-        let pieces: [[UInt8]] = [[0x00], [0x1B], [0x0A], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xFF], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x80, 0xAE],
-                                 Array(#"\ud800"#.utf8), Array(#"\udc00\ud800"#.utf8), Array(#"\u0000"#.utf8), Array(#"\uD83D\uDE00"#.utf8),
-                                 Array(#"\x"#.utf8), Array(#"\u12"#.utf8), Array("é😀".utf8)]
+        let pieces: [[UInt8]] = [
+            [0x00], [0x1B], [0x0A], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xFF], [0xF4, 0x90, 0x80, 0x80],
+            [0xE2, 0x80, 0xAE],
+            Array(#"\ud800"#.utf8), Array(#"\udc00\ud800"#.utf8), Array(#"\u0000"#.utf8), Array(#"\uD83D\uDE00"#.utf8),
+            Array(#"\x"#.utf8), Array(#"\u12"#.utf8), Array("é😀".utf8),
+        ]
         var headline: [UInt8] = Array("h".utf8)
         for _ in 0..<Int.random(in: 1...4, using: &rng) { headline += pieces.randomElement(using: &rng) ?? [] }
         let bom: [UInt8] = Int.random(in: 0..<8, using: &rng) == 0 ? [0xEF, 0xBB, 0xBF] : []

@@ -66,7 +66,9 @@ import Testing
                     // Every finished record of the leaving partition is committed before it goes.
                     if let p = revoking.removeValue(forKey: id) {
                         if let prefix = finishedPrefix(p), (committed[p] ?? 0) < prefix {
-                            violations.append("revoke of \(p) released it at \(committed[p] ?? 0) with \(prefix) finished")
+                            violations.append(
+                                "revoke of \(p) released it at \(committed[p] ?? 0) with \(prefix) finished"
+                            )
                         }
                         epoch[p] = nil
                     }
@@ -100,19 +102,31 @@ import Testing
                     if engine.accepts(p) { epoch[p, default: [:]][offset] = Set(sends) }
                     // Any mix of priorities, and now and then a deadline that passes while the sends wait.
                     let priority = Priority(rawValue: (arg / 7 + Int(offset)) % 3) ?? .normal
-                    records.append(record(p, offset, sends: sends, priority: priority, freshFor: arg % 5 == 0 ? .milliseconds(300) : nil))
+                    records.append(
+                        record(
+                            p,
+                            offset,
+                            sends: sends,
+                            priority: priority,
+                            freshFor: arg % 5 == 0 ? .milliseconds(300) : nil
+                        )
+                    )
                 }
                 apply(engine.received(records, now: now))
             case 1, 2, 3, 4:
-                guard let (id, send) = running.sorted(by: { $0.key < $1.key }).dropFirst(arg % max(1, running.count)).first else { return }
+                guard
+                    let (id, send) = running.sorted(by: { $0.key < $1.key }).dropFirst(arg % max(1, running.count))
+                        .first
+                else { return }
                 running[id] = nil
-                let outcome: Engine.Outcome = switch op {
-                // A canary refused for good or past its deadline ends as delivered sends do, for the offsets.
-                case 1: arg % 2 == 0 ? .delivered : .finishedElsewhere
-                case 2: .failed(deadLetter(p, 0))
-                case 3: .hubUnavailable(reason: "test")
-                default: .throttled(retryAfter: nil)
-                }
+                let outcome: Engine.Outcome =
+                    switch op {
+                    // A canary refused for good or past its deadline ends as delivered sends do, for the offsets.
+                    case 1: arg % 2 == 0 ? .delivered : .finishedElsewhere
+                    case 2: .failed(deadLetter(p, 0))
+                    case 3: .hubUnavailable(reason: "test")
+                    default: .throttled(retryAfter: nil)
+                    }
                 if op == 1 { markDone(send) }
                 if op == 2 { deadLettered[id] = send }
                 apply(engine.sendFinished(id, outcome, now: now))
@@ -138,7 +152,11 @@ import Testing
                 if let offsets = pendingCommit {
                     pendingCommit = nil
                     let ok = arg % 5 != 0
-                    if ok { for o in offsets { committed[o.topicPartition] = max(committed[o.topicPartition] ?? 0, o.offset) } }
+                    if ok {
+                        for o in offsets {
+                            committed[o.topicPartition] = max(committed[o.topicPartition] ?? 0, o.offset)
+                        }
+                    }
                     engine.commitFinished(offsets, succeeded: ok)
                 }
             default:

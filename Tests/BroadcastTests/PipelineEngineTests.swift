@@ -45,8 +45,15 @@ import Testing
     @Test func aRevokeMidFlightCommitsEveryFinishedOffsetOfTheLeavingPartitionsBeforeItCompletes() {
         var e = engine()
         var done = Performed(e.assigned([p0, p1], now: .zero))
-        done.add(e.received([record(p0, 0, sends: ["a0"]), record(p0, 1, sends: ["a1"]), record(p0, 2, sends: ["a2"]),
-                             record(p1, 0, sends: ["b0"])], now: .zero))
+        done.add(
+            e.received(
+                [
+                    record(p0, 0, sends: ["a0"]), record(p0, 1, sends: ["a1"]), record(p0, 2, sends: ["a2"]),
+                    record(p1, 0, sends: ["b0"]),
+                ],
+                now: .zero
+            )
+        )
         done.add(e.sendFinished(done.id(of: "a0")!, .delivered, now: .zero))
         // The revoke waits for a1, still running; a2 is started too (8 slots), so it waits for that as well.
         done.add(e.revoked([p0], id: 1, now: .zero))
@@ -134,7 +141,9 @@ import Testing
         done.add(e.received((0..<30).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
         let firstWave = done.sends.map(\.id)
         #expect(firstWave.count == 8)
-        for id in firstWave { done.add(e.sendFinished(id, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(1))) }
+        for id in firstWave {
+            done.add(e.sendFinished(id, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(1)))
+        }
         #expect(e.hub == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"))
         #expect(done.hubUnavailable == 1, "reported once, not once per send")
         #expect(done.deadLetters.isEmpty)
@@ -163,7 +172,9 @@ import Testing
         var done = Performed(e.started(now: .zero))
         done.add(e.assigned([p0], now: .zero))
         done.add(e.received((0..<3).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
-        done.add(e.sendFinished(done.id(of: "s1")!, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(1)))
+        done.add(
+            e.sendFinished(done.id(of: "s1")!, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(1))
+        )
         // A canary past its deadline ends without a request: no word about the hub.
         done.add(e.sendFinished(done.id(of: "s0")!, .finishedElsewhere, now: .seconds(1)))
         #expect(e.hub == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"), "the outage goes on")
@@ -175,7 +186,9 @@ import Testing
         var e = engine()
         var done = Performed(e.assigned([p0], now: .zero))
         done.add(e.received((0..<8).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
-        for (id, _) in done.sends { done.add(e.sendFinished(id, .throttled(retryAfter: .seconds(5)), now: .seconds(1))) }
+        for (id, _) in done.sends {
+            done.add(e.sendFinished(id, .throttled(retryAfter: .seconds(5)), now: .seconds(1)))
+        }
         #expect(done.deadLetters.isEmpty)
         #expect(done.sends.count == 8, "each throttled send waits its Retry-After")
         #expect(e.wakeAt(now: .seconds(1)) == .seconds(6), "and the engine is woken when it is over")
@@ -219,21 +232,35 @@ import Testing
     @Test func aFailedDeadLetterWriteNeverCommitsPastTheItem() {
         var e = engine()
         var done = Performed(e.assigned([p0], now: .zero))
-        done.add(e.received([record(p0, 0, sends: ["a"]), Engine.Record(position: RecordPosition(p0, offset: 1), work: .deadLetter(deadLetter(p0, 1))),
-                             record(p0, 2, sends: ["c"])], now: .zero))
+        done.add(
+            e.received(
+                [
+                    record(p0, 0, sends: ["a"]),
+                    Engine.Record(position: RecordPosition(p0, offset: 1), work: .deadLetter(deadLetter(p0, 1))),
+                    record(p0, 2, sends: ["c"]),
+                ],
+                now: .zero
+            )
+        )
         #expect(done.deadLetters.count == 1)
         done.add(e.sendFinished(done.id(of: "a")!, .delivered, now: .zero))
         done.add(e.sendFinished(done.id(of: "c")!, .failed(deadLetter(p0, 2)), now: .zero))
         #expect(done.deadLetters.count == 2, "the failed send is dead-lettered, not dropped")
         done.add(e.deadLetterWritten(done.deadLetters[0].id, stored: false, now: .zero))
         done.add(e.deadLetterWritten(done.deadLetters[1].id, stored: true, now: .zero))
-        #expect(e.committable == [TopicPartitionOffset(p0, offset: 1)], "offset 1 could not be stored: nothing past it is committed")
+        #expect(
+            e.committable == [TopicPartitionOffset(p0, offset: 1)],
+            "offset 1 could not be stored: nothing past it is committed"
+        )
         done.add(e.shutdownRequested(now: .seconds(1)))
         #expect(done.finished == [TopicPartitionOffset(p0, offset: 1)])
     }
 
     @Test func backpressureStopsFetchingWhenTheQueueIsFull() {
-        var e = engine { $0.maxQueued = 10; $0.batchSize = 10 }
+        var e = engine {
+            $0.maxQueued = 10
+            $0.batchSize = 10
+        }
         var done = Performed(e.started(now: .zero))
         done.add(e.assigned([p0], now: .zero))
         #expect(done.fetches == 1)
@@ -276,7 +303,10 @@ import Testing
         done.add(e.sendFinished(done.id(of: "b")!, .delivered, now: .zero))
         done.add(e.cancelled())
         #expect(done.revokes.map(\.id) == [2])
-        #expect(done.finished == [TopicPartitionOffset(p1, offset: 1)], "the revoke commits its own partitions; the finish the rest")
+        #expect(
+            done.finished == [TopicPartitionOffset(p1, offset: 1)],
+            "the revoke commits its own partitions; the finish the rest"
+        )
     }
 
     @Test func anExhaustedSourceFinishesOnlyOnceEverythingTakenIsDone() {
@@ -323,11 +353,29 @@ import Testing
         done.add(e.attemptGotNoAnswer(reason: "transport: connection reset", now: .milliseconds(150)))
         #expect(e.hub == .available)
         let started = done.sends.count
-        done.add(e.sendFinished(done.id(of: "s1")!, .hubUnavailable(reason: "transport: connection reset", noAnswer: true), now: .milliseconds(200)))
-        #expect(e.hub == .available && done.hubUnavailable == 0, "one unanswered send among answered ones paused the hub")
-        #expect(done.sends.count == started + 1 && done.sends.last?.send == "s1", "the unanswered send goes again, first")
+        done.add(
+            e.sendFinished(
+                done.id(of: "s1")!,
+                .hubUnavailable(reason: "transport: connection reset", noAnswer: true),
+                now: .milliseconds(200)
+            )
+        )
+        #expect(
+            e.hub == .available && done.hubUnavailable == 0,
+            "one unanswered send among answered ones paused the hub"
+        )
+        #expect(
+            done.sends.count == started + 1 && done.sends.last?.send == "s1",
+            "the unanswered send goes again, first"
+        )
         // A refusal the hub did answer (401 after a fresh token) is its state, whatever others got.
-        done.add(e.sendFinished(done.id(of: "s2")!, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .milliseconds(300)))
+        done.add(
+            e.sendFinished(
+                done.id(of: "s2")!,
+                .hubUnavailable(reason: "unauthorized (HTTP 401)"),
+                now: .milliseconds(300)
+            )
+        )
         #expect(e.hub == .unavailable(since: .milliseconds(300), reason: "unauthorized (HTTP 401)"))
     }
 
@@ -341,14 +389,32 @@ import Testing
             done.add(e.attemptGotNoAnswer(reason: "transport: connection refused", now: .seconds(second)))
             #expect(e.hub == .available, "unavailable after \(second) s of silence")
         }
-        done.add(e.sendFinished(done.id(of: "s0")!, .hubUnavailable(reason: "transport: connection refused", noAnswer: true), now: .seconds(4)))
+        done.add(
+            e.sendFinished(
+                done.id(of: "s0")!,
+                .hubUnavailable(reason: "transport: connection refused", noAnswer: true),
+                now: .seconds(4)
+            )
+        )
         #expect(e.hub == .available)
         done.add(e.attemptGotNoAnswer(reason: "transport: connection refused", now: .seconds(5)))
-        #expect(e.hub == .unavailable(since: .seconds(5), reason: "transport: connection refused") && done.hubUnavailable == 1)
+        #expect(
+            e.hub == .unavailable(since: .seconds(5), reason: "transport: connection refused")
+                && done.hubUnavailable == 1
+        )
 
         done.add(e.sendFinished(done.id(of: "s1")!, .delivered, now: .seconds(6)))
         #expect(e.hub == .available && done.hubAvailable == 1)
-        done.add(e.sendFinished(done.id(of: "s2")!, .hubUnavailable(reason: "timeout: no answer", noAnswer: true), now: .seconds(40)))
-        #expect(e.hub == .unavailable(since: .seconds(40), reason: "timeout: no answer"), "34 s of silence, then a send no attempt of which was answered")
+        done.add(
+            e.sendFinished(
+                done.id(of: "s2")!,
+                .hubUnavailable(reason: "timeout: no answer", noAnswer: true),
+                now: .seconds(40)
+            )
+        )
+        #expect(
+            e.hub == .unavailable(since: .seconds(40), reason: "timeout: no answer"),
+            "34 s of silence, then a send no attempt of which was answered"
+        )
     }
 }

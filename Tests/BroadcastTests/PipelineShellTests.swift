@@ -14,8 +14,13 @@ import Testing
         let clock = ManualClock()
         let pipeline: Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>
 
-        init(sender: ScriptedSender = ScriptedSender(), drain: Duration = .seconds(5), maxInFlight: Int = 8,
-             revokeLimit: Duration? = nil, observer: PipelineObserver = PipelineObserver()) {
+        init(
+            sender: ScriptedSender = ScriptedSender(),
+            drain: Duration = .seconds(5),
+            maxInFlight: Int = 8,
+            revokeLimit: Duration? = nil,
+            observer: PipelineObserver = PipelineObserver()
+        ) {
             self.sender = sender
             var configuration = Pipeline<OneSendPerRecord, ScriptedSender, ManualClock>.Configuration()
             configuration.engine.maxInFlight = maxInFlight
@@ -24,9 +29,17 @@ import Testing
             configuration.revokeLimit = revokeLimit
             var logger = Logger(label: "test")
             logger.logLevel = .critical
-            pipeline = Pipeline(source: source, preparer: OneSendPerRecord(), sender: sender, deadLetters: deadLetters,
-                                configuration: configuration, metrics: PipelineMetrics(categories: []), observer: observer,
-                                logger: logger, clock: clock)
+            pipeline = Pipeline(
+                source: source,
+                preparer: OneSendPerRecord(),
+                sender: sender,
+                deadLetters: deadLetters,
+                configuration: configuration,
+                metrics: PipelineMetrics(categories: []),
+                observer: observer,
+                logger: logger,
+                clock: clock
+            )
         }
 
         func start() -> Task<Void, any Error> {
@@ -59,7 +72,10 @@ import Testing
     /// with nothing committed for it, and the pipeline says so instead of going on silently.
     @Test(arguments: 0..<20) func aRevokeNotAnsweredWithinTheConsumersLimitIsReported(run: Int) async throws {
         let gaveUp = Mutex<[[TopicPartition]]>([])
-        let h = Harness(revokeLimit: .milliseconds(10), observer: PipelineObserver(revokeGaveUp: { p in gaveUp.withLock { $0.append(p) } }))
+        let h = Harness(
+            revokeLimit: .milliseconds(10),
+            observer: PipelineObserver(revokeGaveUp: { p in gaveUp.withLock { $0.append(p) } })
+        )
         let running = h.start()
         h.source.assign([p0, p1])
         h.source.push([message(p0, 0), message(p1, 0)])
@@ -106,7 +122,8 @@ import Testing
         #expect(h.source.committed[p0] == 1)
     }
 
-    @Test(arguments: 0..<20) func aCredentialsStormDeadLettersNothingAndResumesWhenAProbeSucceeds(run: Int) async throws {
+    @Test(arguments: 0..<20) func aCredentialsStormDeadLettersNothingAndResumesWhenAProbeSucceeds(run: Int) async throws
+    {
         let h = Harness()
         let running = h.start()
         h.source.assign([p0])
@@ -134,7 +151,11 @@ import Testing
         // "0/0" waits for the test's answer the first time; every other send is accepted at once.
         let firstTry = Mutex(true)
         let sender = ScriptedSender { send in
-            send == "0/0" && firstTry.withLock { first in defer { first = false }; return first } ? nil : .delivered
+            send == "0/0"
+                && firstTry.withLock { first in
+                    defer { first = false }
+                    return first
+                } ? nil : .delivered
         }
         // One send in flight at a time, so the throttle is heard before anything else could start.
         let h = Harness(sender: sender, maxInFlight: 1)

@@ -1,7 +1,7 @@
-import TestSupport
 import Broadcast
 import News
 import NotificationHubs
+import TestSupport
 import Testing
 
 /// Nothing a message holds can crash the decoder or the planner: each ends as sends or a typed error.
@@ -25,7 +25,10 @@ import Testing
                 item = try decoder.decode(bytes)
             } catch {
                 refusedByDecoder += 1
-                #expect(intent != .valid, "shard \(shard) item \(i) was built valid: \(LegibleText.sanitized(error.description))")
+                #expect(
+                    intent != .valid,
+                    "shard \(shard) item \(i) was built valid: \(LegibleText.sanitized(error.description))"
+                )
                 continue
             }
             decoded += 1
@@ -36,8 +39,11 @@ import Testing
                 #expect(!sendsOfItem.isEmpty, "shard \(shard) item \(i)")
                 // What goes to the hub is within its limits, whatever came in (the first and last
                 // chunk of a long list stand for the rest: checking all 50 doubled the test's time).
-                for send in [sendsOfItem.first, sendsOfItem.last].compactMap({ $0 }) where (try? TagExpression(parsing: send.tagExpression)) == nil {
-                    Issue.record("shard \(shard) item \(i): planned \(LegibleText.quoted(send.tagExpression.prefix(80))) is not a valid NH expression")
+                for send in [sendsOfItem.first, sendsOfItem.last].compactMap({ $0 })
+                where (try? TagExpression(parsing: send.tagExpression)) == nil {
+                    Issue.record(
+                        "shard \(shard) item \(i): planned \(LegibleText.quoted(send.tagExpression.prefix(80))) is not a valid NH expression"
+                    )
                 }
             } catch {
                 refusedByPlanner += 1
@@ -45,13 +51,17 @@ import Testing
             }
         }
         // Every path was taken many times, so a generator change cannot quietly test nothing.
-        #expect(valid > 8_750 && planned >= valid && refusedByDecoder > 5_000 && refusedByPlanner > 750,
-                "valid \(valid), decoded \(decoded), planned \(planned) (\(sends) sends), refused by decoder \(refusedByDecoder), by planner \(refusedByPlanner)")
+        #expect(
+            valid > 8_750 && planned >= valid && refusedByDecoder > 5_000 && refusedByPlanner > 750,
+            "valid \(valid), decoded \(decoded), planned \(planned) (\(sends) sends), refused by decoder \(refusedByDecoder), by planner \(refusedByPlanner)"
+        )
     }
 
     @Test func thirtyTwoThousandParenthesesAreAnInvalidItemNotACrash() throws {
         let expression = String(repeating: "(", count: 32_000) + "World" + String(repeating: ")", count: 32_000)
-        let item = try NewsItemDecoder().decode(NewsItem(id: "deep", headline: "h", category: "World", tagExpression: expression).json)
+        let item = try NewsItemDecoder().decode(
+            NewsItem(id: "deep", headline: "h", category: "World", tagExpression: expression).json
+        )
         #expect(throws: TagExpression.Invalid.self) { try SendPlanner.plan(item, category: "World") }
         do {
             _ = try SendPlanner.plan(item, category: "World")

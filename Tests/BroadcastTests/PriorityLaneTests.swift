@@ -1,8 +1,9 @@
-@testable import Broadcast
 import Kafka
 import News
 import PropertyBased
 import Testing
+
+@testable import Broadcast
 
 /// Breaking news first, categories in turn, backlogs kept in Kafka, stale sends spending no token:
 /// the engine driven event by event on a test clock.
@@ -31,8 +32,13 @@ import Testing
     @Test func aBreakingItemOvertakesEveryQueuedSendOfLowerPriority() {
         var e = engine()
         var done = Performed(e.assigned(sports + [world], now: .zero))
-        done.add(e.received((0..<30).map { record(sports[0], $0, sends: ["bulk\($0)"], priority: .bulk) }
-                            + (0..<5).map { record(sports[1], $0, sends: ["normal\($0)"]) }, now: .zero))
+        done.add(
+            e.received(
+                (0..<30).map { record(sports[0], $0, sends: ["bulk\($0)"], priority: .bulk) }
+                    + (0..<5).map { record(sports[1], $0, sends: ["normal\($0)"]) },
+                now: .zero
+            )
+        )
         #expect(done.sends.map(\.send) == ["normal0"], "normal before bulk from the first start")
         done.add(e.received([record(world, 0, sends: ["breaking"], priority: .breaking)], now: .zero))
         let order = drain(&e, &done, count: 8)
@@ -45,7 +51,15 @@ import Testing
         // A backlog of one Sports partition arrives first; World's sends alternate with Sports',
         // and Sports' turns alternate between its partitions.
         done.add(e.received((0..<20).map { record(sports[0], $0, sends: ["a\($0)"]) }, now: .zero))
-        done.add(e.received([record(world, 0, sends: ["w0"]), record(world, 1, sends: ["w1"]), record(sports[2], 0, sends: ["c0"])], now: .zero))
+        done.add(
+            e.received(
+                [
+                    record(world, 0, sends: ["w0"]), record(world, 1, sends: ["w1"]),
+                    record(sports[2], 0, sends: ["c0"]),
+                ],
+                now: .zero
+            )
+        )
         let order = drain(&e, &done, count: 7)
         #expect(order == ["a0", "a1", "w0", "c0", "w1", "a2", "a3"])
     }
@@ -53,7 +67,9 @@ import Testing
     @Test func aCategoryWithManyBusyPartitionsGetsOneTurnInTwoAgainstAnother() {
         var e = engine()
         var done = Performed(e.assigned(sports + [world], now: .zero))
-        for p in sports { done.add(e.received((0..<10).map { record(p, $0, sends: ["s\(p.partition)-\($0)"]) }, now: .zero)) }
+        for p in sports {
+            done.add(e.received((0..<10).map { record(p, $0, sends: ["s\(p.partition)-\($0)"]) }, now: .zero))
+        }
         done.add(e.received((0..<5).map { record(world, $0, sends: ["w\($0)"]) }, now: .zero))
         let order = drain(&e, &done, count: 11).dropFirst()
         #expect(order.filter { $0.hasPrefix("w") } == ["w0", "w1", "w2", "w3", "w4"])
@@ -65,7 +81,9 @@ import Testing
         var e = engine()
         var done = Performed(e.assigned(sports + [world], now: .zero))
         done.add(e.received((0..<5).map { record(sports[0], $0, sends: ["bulk\($0)"], priority: .bulk) }, now: .zero))
-        done.add(e.received((0..<100).map { record(world, $0, sends: ["breaking\($0)"], priority: .breaking) }, now: .zero))
+        done.add(
+            e.received((0..<100).map { record(world, $0, sends: ["breaking\($0)"], priority: .breaking) }, now: .zero)
+        )
         let order = drain(&e, &done, count: 60)
         let bulkStarts = order.indices.filter { order[$0].hasPrefix("bulk") }
         // bulk0 went first (alone then); after that, one start in twenty while breaking waits.
@@ -75,8 +93,13 @@ import Testing
     @Test func aThrottledSendGoesAgainAheadOfLowerPriorities() {
         var e = engine()
         var done = Performed(e.assigned(sports + [world], now: .zero))
-        done.add(e.received([record(world, 0, sends: ["breaking"], priority: .breaking)]
-                            + (0..<200).map { record(sports[0], $0, sends: ["bulk\($0)"], priority: .bulk) }, now: .zero))
+        done.add(
+            e.received(
+                [record(world, 0, sends: ["breaking"], priority: .breaking)]
+                    + (0..<200).map { record(sports[0], $0, sends: ["bulk\($0)"], priority: .bulk) },
+                now: .zero
+            )
+        )
         done.add(e.sendFinished(done.id(of: "breaking")!, .throttled(retryAfter: .seconds(1)), now: .zero))
         // Bulk sends go while it waits its Retry-After (each delivered as it starts).
         var now = Duration.zero
@@ -96,8 +119,10 @@ import Testing
         #expect(again != nil, "\(started.prefix(5)) … \(started.count) starts, \(done.sends.count) sends")
         if let again {
             #expect(started[again].at >= .seconds(1), "not before its Retry-After")
-            #expect(!started.contains { $0.at >= .seconds(1) && $0.send != "breaking" && $0.at < started[again].at },
-                    "no bulk send started between its Retry-After and its own start")
+            #expect(
+                !started.contains { $0.at >= .seconds(1) && $0.send != "breaking" && $0.at < started[again].at },
+                "no bulk send started between its Retry-After and its own start"
+            )
         }
     }
 
@@ -106,7 +131,9 @@ import Testing
         var done = Performed(e.assigned([world], now: .zero))
         done.add(e.received((0..<6).map { record(world, $0, sends: ["s\($0)"]) }, now: .zero))
         // s2, s1, s0 end in that order, the hub unavailable: they go again oldest first.
-        for s in ["s2", "s1", "s0"] { done.add(e.sendFinished(done.id(of: s)!, .hubUnavailable(reason: "test"), now: .zero)) }
+        for s in ["s2", "s1", "s0"] {
+            done.add(e.sendFinished(done.id(of: s)!, .hubUnavailable(reason: "test"), now: .zero))
+        }
         done.add(e.tick(now: .seconds(3)))
         #expect(done.sends.last?.send == "s0", "the probe is the oldest")
         done.add(e.sendFinished(done.id(of: "s0")!, .delivered, now: .seconds(3)))
@@ -115,7 +142,11 @@ import Testing
 
     @Test func aPartitionWithEnoughWaitingIsPausedAndResumedAtHalfWhileTheOthersAreStillFetched() {
         // 10 sends a second over two busy partitions: a lane lasts 2 s at 100 sends (the floor).
-        var e = engine { $0.maxInFlight = 4; $0.pacing.maxRate = 10; $0.maxQueued = 1000 }
+        var e = engine {
+            $0.maxInFlight = 4
+            $0.pacing.maxRate = 10
+            $0.maxQueued = 1000
+        }
         var done = Performed(e.started(now: .zero))
         done.add(e.assigned([sports[0], world], now: .zero))
         done.add(e.received((0..<150).map { record(sports[0], $0, sends: ["a\($0)"], priority: .bulk) }, now: .zero))
@@ -142,7 +173,10 @@ import Testing
     }
 
     @Test func atAPaceTooHighForLanesToLastNothingIsPaused() {
-        var e = engine { $0.maxInFlight = 64; $0.maxQueued = 1000 }
+        var e = engine {
+            $0.maxInFlight = 64
+            $0.maxQueued = 1000
+        }
         var done = Performed(e.started(now: .zero))
         done.add(e.assigned([sports[0]], now: .zero))
         // Unpaced and not yet measured: no pausing at the cold start.
@@ -153,21 +187,34 @@ import Testing
         for step in 1...20 {
             now = .milliseconds(50 * step)
             for (id, _) in done.sends.suffix(64) { done.add(e.sendFinished(id, .delivered, now: now)) }
-            done.add(e.received((0..<250).map { record(sports[0], Int64(1000 * step) + $0, sends: ["b\(step)-\($0)"]) }, now: now))
+            done.add(
+                e.received(
+                    (0..<250).map { record(sports[0], Int64(1000 * step) + $0, sends: ["b\(step)-\($0)"]) },
+                    now: now
+                )
+            )
         }
         #expect(e.laneLimit(now: now) == nil)
         #expect(done.paused.isEmpty)
     }
 
     @Test func aStaleSendStartsWithoutAToken() {
-        var e = engine { $0.maxInFlight = 8; $0.pacing.maxRate = 1 }
+        var e = engine {
+            $0.maxInFlight = 8
+            $0.pacing.maxRate = 1
+        }
         var done = Performed(e.assigned([world], now: .zero))
-        done.add(e.received((0..<3).map { record(world, $0, sends: ["s\($0)"], freshFor: .milliseconds(500)) }, now: .zero))
+        done.add(
+            e.received((0..<3).map { record(world, $0, sends: ["s\($0)"], freshFor: .milliseconds(500)) }, now: .zero)
+        )
         #expect(done.sends.map(\.send) == ["s0"], "one token a second")
         done.add(e.tick(now: .milliseconds(400)))
         #expect(done.sends.count == 1)
         done.add(e.tick(now: .milliseconds(600)))
-        #expect(done.sends.map(\.send) == ["s0", "s1", "s2"], "stale: started at once for the sender to dead-letter, no token spent")
+        #expect(
+            done.sends.map(\.send) == ["s0", "s1", "s2"],
+            "stale: started at once for the sender to dead-letter, no token spent"
+        )
         // The next fresh send still gets the token the stale ones did not take.
         done.add(e.received([record(world, 3, sends: ["s3"])], now: .milliseconds(600)))
         done.add(e.tick(now: .milliseconds(1100)))
@@ -204,7 +251,9 @@ import Testing
                 case 6:
                     lanes.removeAll(slot: slot)
                     waiting.removeAll { $0.slot == slot }
-                    for p in Priority.allCases where !waiting.contains(where: { $0.priority == p }) { passedOver[p] = 0 }
+                    for p in Priority.allCases where !waiting.contains(where: { $0.priority == p }) {
+                        passedOver[p] = 0
+                    }
                 default:
                     guard let next = lanes.nextPriority(), let job = lanes.popFirst(next) else {
                         if !waiting.isEmpty { violations.append("nothing popped with \(waiting.count) waiting") }
@@ -220,7 +269,9 @@ import Testing
                         violations.append("\(job.priority) started before \(mostUrgent) without its reserve")
                     }
                     // Within its partition and priority, the oldest goes first.
-                    if waiting.contains(where: { $0.slot == job.slot && $0.priority == job.priority && $0.age < job.age }) {
+                    if waiting.contains(where: {
+                        $0.slot == job.slot && $0.priority == job.priority && $0.age < job.age
+                    }) {
                         violations.append("\(job.age) overtook an older one of its lane")
                     }
                     for p in Priority.allCases where p != job.priority {
@@ -228,7 +279,9 @@ import Testing
                     }
                     passedOver[job.priority] = 0
                     // At most reserveEvery: when both lower ones are due, one goes a start later.
-                    if passedOver.values.contains(where: { $0 > 4 }) { violations.append("a priority passed over 5 times: \(passedOver)") }
+                    if passedOver.values.contains(where: { $0 > 4 }) {
+                        violations.append("a priority passed over 5 times: \(passedOver)")
+                    }
                 }
                 if lanes.count != waiting.count { violations.append("count \(lanes.count), model \(waiting.count)") }
             }

@@ -1,8 +1,9 @@
-@testable import Broadcast
 import Foundation
 import Kafka
 import Synchronization
 import Testing
+
+@testable import Broadcast
 
 /// The revoke callback blocks a thread (as librdkafka's poll thread) until the engine answers, or
 /// until its limit: then the partitions go uncommitted, and that is reported, not silent.
@@ -13,7 +14,11 @@ import Testing
     }
 
     /// Runs `revoke` on a thread of its own and returns what it returned.
-    func revoke(_ rendezvous: RevokeRendezvous, _ partitions: [TopicPartition], posted: @escaping @Sendable (Int) -> Void) async -> [TopicPartitionOffset] {
+    func revoke(
+        _ rendezvous: RevokeRendezvous,
+        _ partitions: [TopicPartition],
+        posted: @escaping @Sendable (Int) -> Void
+    ) async -> [TopicPartitionOffset] {
         await withCheckedContinuation { continuation in
             Thread { continuation.resume(returning: rendezvous.revoke(partitions, post: posted)) }.start()
         }
@@ -21,9 +26,14 @@ import Testing
 
     @Test func anAnswerInTimeIsWhatTheConsumerCommits() async {
         let heard = Heard()
-        let rendezvous = RevokeRendezvous(timeout: .seconds(60), gaveUp: { p in heard.gaveUp.withLock { $0.append(p) } },
-                                          answeredLate: { o in heard.late.withLock { $0.append(o) } })
-        let offsets = await revoke(rendezvous, [p0]) { id in rendezvous.complete(id, commit: [TopicPartitionOffset(p0, offset: 7)]) }
+        let rendezvous = RevokeRendezvous(
+            timeout: .seconds(60),
+            gaveUp: { p in heard.gaveUp.withLock { $0.append(p) } },
+            answeredLate: { o in heard.late.withLock { $0.append(o) } }
+        )
+        let offsets = await revoke(rendezvous, [p0]) { id in
+            rendezvous.complete(id, commit: [TopicPartitionOffset(p0, offset: 7)])
+        }
         #expect(offsets == [TopicPartitionOffset(p0, offset: 7)])
         #expect(heard.gaveUp.withLock { $0 }.isEmpty)
         #expect(heard.late.withLock { $0 }.isEmpty)
@@ -31,8 +41,11 @@ import Testing
 
     @Test func aRevokeNotAnsweredInTimeIsReportedAndItsLateAnswerNamesTheOffsetsGivenUp() async {
         let heard = Heard()
-        let rendezvous = RevokeRendezvous(timeout: .milliseconds(10), gaveUp: { p in heard.gaveUp.withLock { $0.append(p) } },
-                                          answeredLate: { o in heard.late.withLock { $0.append(o) } })
+        let rendezvous = RevokeRendezvous(
+            timeout: .milliseconds(10),
+            gaveUp: { p in heard.gaveUp.withLock { $0.append(p) } },
+            answeredLate: { o in heard.late.withLock { $0.append(o) } }
+        )
         let id = Mutex<Int?>(nil)
         let offsets = await revoke(rendezvous, [p0, p1]) { posted in id.withLock { $0 = posted } }
         #expect(offsets == [], "nothing is committed for a revoke given up")

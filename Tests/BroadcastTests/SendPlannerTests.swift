@@ -4,7 +4,12 @@ import Testing
 
 @Suite struct SendPlannerTests {
     @Test func seedTemplatePropertiesComeFirstAndCannotBeOverridden() throws {
-        let item = NewsItem(id: "n1", headline: "Quake", url: "https://n/1", properties: ["team": "desk", "messageParam": "spoof", "Headline": "x"])
+        let item = NewsItem(
+            id: "n1",
+            headline: "Quake",
+            url: "https://n/1",
+            properties: ["team": "desk", "messageParam": "spoof", "Headline": "x"]
+        )
         let sends = try SendPlanner.plan(item, category: "World")
         #expect(sends.count == 1)
         #expect(sends[0].tagExpression == "World")
@@ -13,15 +18,23 @@ import Testing
     }
 
     @Test func secureItemsCarryOnlyTheirId() throws {
-        let sends = try SendPlanner.plan(NewsItem(id: "s1", headline: "Embargoed detail", url: "https://n/s", secure: true), category: "Politics")
+        let sends = try SendPlanner.plan(
+            NewsItem(id: "s1", headline: "Embargoed detail", url: "https://n/s", secure: true),
+            category: "Politics"
+        )
         #expect(!sends[0].properties.contains { $0.1.contains("Embargoed") || $0.1.contains("https://") })
         #expect(sends[0].properties.contains { $0 == ("id", "s1") })
     }
 
     @Test func usersBecomeChunkedUsernameTagsAndBadExpressionsThrow() throws {
-        let sends = try SendPlanner.plan(NewsItem(id: "u", headline: "h", users: (1...25).map { "u\($0)" }), category: "Sports")
+        let sends = try SendPlanner.plan(
+            NewsItem(id: "u", headline: "h", users: (1...25).map { "u\($0)" }),
+            category: "Sports"
+        )
         #expect(sends.map(\.tagExpression.count).count == 2)
         #expect(sends[0].tagExpression.hasPrefix("username:u1 || username:u2"))
-        #expect(throws: (any Error).self) { try SendPlanner.plan(NewsItem(id: "x", headline: "h", tagExpression: "a &&"), category: "World") }
+        #expect(throws: (any Error).self) {
+            try SendPlanner.plan(NewsItem(id: "x", headline: "h", tagExpression: "a &&"), category: "World")
+        }
     }
 }

@@ -94,15 +94,25 @@ struct GroupSimulation {
             guard s.active(now) else { continue }
             let report = report(s, leaving: false)
             reports.append((now + delay, report))
-            s.pacer.share(s.book.group(demand: report.demand, taken: report.taken, rate: report.rate, now: now), now: now)
+            s.pacer.share(
+                s.book.group(demand: report.demand, taken: report.taken, rate: report.rate, now: now),
+                now: now
+            )
             instances[i] = s
         }
     }
 
     private func report(_ s: Instance, leaving: Bool) -> QuotaReport {
         let taken = s.pacer.ownTakenPerSecond(now: now)
-        return QuotaReport(instance: s.name, hub: "hub", accepted: s.pacer.ownAcceptedPerSecond(now: now), taken: taken,
-                           demand: taken + Double(max(0, min(s.waiting, 2000))), rate: s.pacer.hubRate(now: now), leaving: leaving)
+        return QuotaReport(
+            instance: s.name,
+            hub: "hub",
+            accepted: s.pacer.ownAcceptedPerSecond(now: now),
+            taken: taken,
+            demand: taken + Double(max(0, min(s.waiting, 2000))),
+            rate: s.pacer.hubRate(now: now),
+            leaving: leaving
+        )
     }
 
     private mutating func step(_ i: Int) {
@@ -136,7 +146,8 @@ struct GroupSimulation {
     }
 
     func throttledShare(from start: Duration, to end: Duration) -> Double {
-        Double(throttledAt.count { $0 >= start && $0 < end }) / Double(max(1, takenAt.count { $0 >= start && $0 < end }))
+        Double(throttledAt.count { $0 >= start && $0 < end })
+            / Double(max(1, takenAt.count { $0 >= start && $0 < end }))
     }
 
     /// Backlogs from 1 to 10 times the smallest, `total` items in all.
@@ -160,14 +171,19 @@ struct GroupSimulation {
         // The small backlogs run dry on the way: their share goes to the others.
         let settled = sim.acceptedPerSecond(from: .seconds(10), to: .seconds(30)) / Self.quota
         let whole = sim.acceptedPerSecond(from: .zero, to: .seconds(30)) / Self.quota
-        let first = (1...30).first { sim.acceptedPerSecond(from: .seconds($0 - 1), to: .seconds($0)) >= 0.9 * Self.quota }
+        let first = (1...30).first {
+            sim.acceptedPerSecond(from: .seconds($0 - 1), to: .seconds($0)) >= 0.9 * Self.quota
+        }
         #expect(settled >= 0.9 && settled <= 1.01, "from 10 s on: \(settled)")
         #expect(first.map { $0 <= 10 } == true, "the first second at 0.9× the quota: \(String(describing: first))")
         // Half a minute, of which the cold start is a larger part than of the benchmark's minute.
         #expect(whole >= 0.8, "cold start included: \(whole)")
         // The first second is every instance's cold-start burst (up to `concurrency` each).
         let throttled = sim.throttledShare(from: .seconds(1), to: .seconds(30))
-        #expect(throttled <= 0.02, "throttled after the first second: \(throttled), in it: \(sim.throttledShare(from: .zero, to: .seconds(1)))")
+        #expect(
+            throttled <= 0.02,
+            "throttled after the first second: \(throttled), in it: \(sim.throttledShare(from: .zero, to: .seconds(1)))"
+        )
     }
 
     @Test(arguments: [false, true])
@@ -199,7 +215,7 @@ struct GroupSimulation {
         // Nothing sent for 6 s (the partitions moving), then the backlog again: the throttle that
         // follows measures the hub after the stall, not the second that was mostly silence.
         var sim = GroupSimulation(quota: Self.quota, backlogs: [Int](repeating: 30_000, count: instances))
-        for i in sim.instances.indices { sim.instances[i].stalled = Duration.seconds(10) ..< Duration.seconds(16) }
+        for i in sim.instances.indices { sim.instances[i].stalled = Duration.seconds(10)..<Duration.seconds(16) }
         await sim.run(until: .seconds(25))
         let after = sim.acceptedPerSecond(from: .seconds(18), to: .seconds(25)) / Self.quota
         #expect(after >= 0.9, "after the stall: \(after)")
@@ -224,21 +240,40 @@ struct GroupSimulation {
 
     @Test func reportsOfOtherHubsAndStaleOnesAreIgnored() {
         var book = QuotaShare(instance: "a", hub: "hub")
-        book.heard(QuotaReport(instance: "b", hub: "other", accepted: 500, taken: 500, demand: 5000, rate: 1000), now: .zero)
-        book.heard(QuotaReport(instance: "a", hub: "hub", accepted: 500, taken: 500, demand: 5000, rate: 1000), now: .zero)
+        book.heard(
+            QuotaReport(instance: "b", hub: "other", accepted: 500, taken: 500, demand: 5000, rate: 1000),
+            now: .zero
+        )
+        book.heard(
+            QuotaReport(instance: "a", hub: "hub", accepted: 500, taken: 500, demand: 5000, rate: 1000),
+            now: .zero
+        )
         #expect(book.group(demand: 5000, taken: 500, rate: 1000, now: .zero) == HubPacer.Group())
-        book.heard(QuotaReport(instance: "c", hub: "hub", accepted: 400, taken: 410, demand: 5000, rate: 1000), now: .zero)
-        #expect(book.group(demand: 5000, taken: 500, rate: 1000, now: .seconds(1)) ==
-                HubPacer.Group(share: 0.5, othersAccepted: 400, othersTaken: 410, othersRate: 1000))
-        #expect(book.group(demand: 5000, taken: 500, rate: 1000, now: .seconds(3)) == HubPacer.Group(), "not heard from for 3 s")
+        book.heard(
+            QuotaReport(instance: "c", hub: "hub", accepted: 400, taken: 410, demand: 5000, rate: 1000),
+            now: .zero
+        )
+        #expect(
+            book.group(demand: 5000, taken: 500, rate: 1000, now: .seconds(1))
+                == HubPacer.Group(share: 0.5, othersAccepted: 400, othersTaken: 410, othersRate: 1000)
+        )
+        #expect(
+            book.group(demand: 5000, taken: 500, rate: 1000, now: .seconds(3)) == HubPacer.Group(),
+            "not heard from for 3 s"
+        )
     }
 
     @Test func aLeavingReportGivesTheShareBackAtOnce() {
         var book = QuotaShare(instance: "a", hub: "hub")
-        book.heard(QuotaReport(instance: "b", hub: "hub", accepted: 500, taken: 500, demand: 5000, rate: 1000), now: .zero)
+        book.heard(
+            QuotaReport(instance: "b", hub: "hub", accepted: 500, taken: 500, demand: 5000, rate: 1000),
+            now: .zero
+        )
         #expect(book.group(demand: 5000, taken: 500, rate: 1000, now: .milliseconds(100)).share == 0.5)
-        book.heard(QuotaReport(instance: "b", hub: "hub", accepted: 500, taken: 500, demand: 5000, rate: 1000, leaving: true),
-                   now: .milliseconds(200))
+        book.heard(
+            QuotaReport(instance: "b", hub: "hub", accepted: 500, taken: 500, demand: 5000, rate: 1000, leaving: true),
+            now: .milliseconds(200)
+        )
         #expect(book.group(demand: 5000, taken: 500, rate: 1000, now: .milliseconds(250)) == HubPacer.Group())
         #expect(book.others(now: .milliseconds(250)) == 0)
     }

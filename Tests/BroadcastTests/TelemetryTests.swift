@@ -28,7 +28,9 @@ import Testing
         metrics.makeCounter(label: "hubcast_sent", dimensions: []).increment(by: 2)
         metrics.makeCounter(label: "hubcast_sent", dimensions: []).increment(by: 3)
         metrics.makeMeter(label: "hubcast_in_flight", dimensions: []).set(7.0)
-        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: [("category", "World")]).recordNanoseconds(2_000_000)
+        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: [("category", "World")]).recordNanoseconds(
+            2_000_000
+        )
         let snapshot = metrics.snapshot(resettingIntervals: true)
         #expect(snapshot.counter("hubcast_sent") == 5)
         #expect(snapshot.meter("hubcast_in_flight") == 7)
@@ -45,7 +47,9 @@ import Testing
         factory.makeCounter(label: "hubcast_sent", dimensions: []).increment(by: 5)
         factory.makeMeter(label: "hubcast_in_flight", dimensions: []).set(7.0)
         factory.makeTimer(label: "hubcast_send_latency", dimensions: []).recordNanoseconds(3_000_000)
-        factory.makeTimer(label: "hubcast_end_to_end_latency", dimensions: [("category", "World")]).recordNanoseconds(40_000_000)
+        factory.makeTimer(label: "hubcast_end_to_end_latency", dimensions: [("category", "World")]).recordNanoseconds(
+            40_000_000
+        )
         let text = String(decoding: prometheus.exposition(), as: UTF8.self)
         #expect(text.contains("# TYPE hubcast_sent counter\nhubcast_sent 5\n"), "\(text)")
         #expect(text.contains("# TYPE hubcast_in_flight gauge\nhubcast_in_flight 7.0\n"), "\(text)")
@@ -65,10 +69,18 @@ import Testing
     @Test func oneTimerPerPriorityAndCategoryMergesIntoEachView() {
         let metrics = InMemoryMetrics()
         let key = { (category: String, priority: String) in [("category", category), ("priority", priority)] }
-        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("World", "breaking")).recordNanoseconds(1_000_000)
-        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("World", "bulk")).recordNanoseconds(9_000_000)
-        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("Sports", "bulk")).recordNanoseconds(5_000_000)
-        metrics.makeTimer(label: "hubcast_send_latency", dimensions: [("category", "World")]).recordNanoseconds(7_000_000)
+        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("World", "breaking")).recordNanoseconds(
+            1_000_000
+        )
+        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("World", "bulk")).recordNanoseconds(
+            9_000_000
+        )
+        metrics.makeTimer(label: "hubcast_end_to_end_latency", dimensions: key("Sports", "bulk")).recordNanoseconds(
+            5_000_000
+        )
+        metrics.makeTimer(label: "hubcast_send_latency", dimensions: [("category", "World")]).recordNanoseconds(
+            7_000_000
+        )
         let timers = metrics.snapshot(resettingIntervals: false).totalTimers
         let byCategory = InMemoryMetrics.Snapshot.merged(timers, label: "hubcast_end_to_end_latency", by: "category")
         #expect(byCategory.mapValues(\.count) == ["World": 2, "Sports": 1])

@@ -8,12 +8,16 @@ import Testing
 
     static func consumer() -> HealthState { HealthState(configuration: .init(consumes: true), now: .zero) }
 
-    static func failed(_ verdict: HealthState.Verdict) -> [String] { verdict.checks.filter { !$0.passed && $0.decides }.map(\.name) }
+    static func failed(_ verdict: HealthState.Verdict) -> [String] {
+        verdict.checks.filter { !$0.passed && $0.decides }.map(\.name)
+    }
 
     @Test func aMemberThatIsJoiningIsReady() {
         let state = Self.consumer()
         #expect(state.readiness(now: .seconds(1)).healthy)
-        #expect(state.readiness(now: .seconds(1)).checks.first { $0.name == "partitions" }?.detail == "joining the group")
+        #expect(
+            state.readiness(now: .seconds(1)).checks.first { $0.name == "partitions" }?.detail == "joining the group"
+        )
     }
 
     @Test func aMemberWithoutPartitionsIsReadySoARolloutsSurgePodCanFinish() {
@@ -28,7 +32,9 @@ import Testing
 
     @Test func thePartitionsCheckSaysWhereTheMemberIsInARebalance() {
         var state = Self.consumer()
-        let partitions = { (state: HealthState) in state.readiness(now: .zero).checks.first { $0.name == "partitions" }?.detail }
+        let partitions = { (state: HealthState) in
+            state.readiness(now: .zero).checks.first { $0.name == "partitions" }?.detail
+        }
         state.assigned([Self.world0, Self.world1])
         state.revoked([Self.world0])
         #expect(partitions(state) == "1 assigned")
@@ -45,7 +51,10 @@ import Testing
         state.assigned([Self.world0])
         state.hubUnavailable(reason: "HTTP 401")
         for verdict in [state.readiness(now: .zero), state.liveness(now: .zero)] {
-            #expect(verdict.healthy, "an outage of the hub is no reason to restart the process, nor to hold up a rollout or a drain")
+            #expect(
+                verdict.healthy,
+                "an outage of the hub is no reason to restart the process, nor to hold up a rollout or a drain"
+            )
             #expect(verdict.reasons.isEmpty)
             #expect(verdict.notes == ["hub: unavailable: HTTP 401"])
             #expect(verdict.json.contains(#""notes":["hub: unavailable: HTTP 401"]"#), "\(verdict.json)")
@@ -58,7 +67,10 @@ import Testing
         var config = HealthState.Configuration(consumes: false)
         config.usesStore = true
         var state = HealthState(configuration: config, now: .zero)
-        #expect(state.readiness(now: .zero).reasons == ["store: not answering: not checked yet"], "not ready before the store was asked")
+        #expect(
+            state.readiness(now: .zero).reasons == ["store: not answering: not checked yet"],
+            "not ready before the store was asked"
+        )
         state.storeAnswered()
         #expect(state.readiness(now: .zero).healthy)
         state.storeFailed(reason: "connection refused")
@@ -111,7 +123,11 @@ import Testing
         state.deadLetterWriteFailed(reason: "broker down")
         state.polled(turns: 1, now: .zero)
         let limit = state.configuration.pollStallLimit + .seconds(1)
-        #expect(state.readiness(now: limit).reasons == ["pollLoop: no turn for 31 s", "deadLetters: write failed: broker down"])
+        #expect(
+            state.readiness(now: limit).reasons == [
+                "pollLoop: no turn for 31 s", "deadLetters: write failed: broker down",
+            ]
+        )
         #expect(state.readiness(now: limit).notes == ["hub: unavailable: connection refused"])
     }
 }

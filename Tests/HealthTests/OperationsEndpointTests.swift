@@ -10,7 +10,10 @@ import Testing
 
 /// The HTTP layer over a real monitor, driven in process; and the adapters that feed the monitor.
 @Suite struct OperationsEndpointTests {
-    static func app(_ health: HealthMonitor, exposition: @escaping @Sendable () -> [UInt8] = { Array("x_total 1\n".utf8) }) -> some ApplicationProtocol {
+    static func app(
+        _ health: HealthMonitor,
+        exposition: @escaping @Sendable () -> [UInt8] = { Array("x_total 1\n".utf8) }
+    ) -> some ApplicationProtocol {
         Application(router: OperationsServer.router(health: health, exposition: exposition))
     }
 
@@ -76,9 +79,12 @@ import Testing
         let base = ScriptedSource()
         let watched = health.watching(base)
         let seen = Mutex<[TopicPartition]>([])
-        watched.setRebalanceHandlers(RebalanceHandlers(
-            onAssign: { p in seen.withLock { $0 += p } },
-            onRevoke: { p in [TopicPartitionOffset(p[0], offset: 7)] }))
+        watched.setRebalanceHandlers(
+            RebalanceHandlers(
+                onAssign: { p in seen.withLock { $0 += p } },
+                onRevoke: { p in [TopicPartitionOffset(p[0], offset: 7)] }
+            )
+        )
         let partition = TopicPartition(topic: "news.world", partition: 0)
         base.handlers.withLock { $0 }?.onAssign([])
         #expect(health.readiness().healthy, "assigned nothing: idle, and ready")
@@ -87,7 +93,10 @@ import Testing
         #expect(health.readiness().healthy)
         #expect(seen.withLock { $0 } == [partition])
         let offsets = base.handlers.withLock { $0 }?.onRevoke([partition])
-        #expect(offsets == [TopicPartitionOffset(partition, offset: 7)], "the pipeline's offsets are what the consumer commits")
+        #expect(
+            offsets == [TopicPartitionOffset(partition, offset: 7)],
+            "the pipeline's offsets are what the consumer commits"
+        )
         #expect(health.readiness().healthy, "joining again")
     }
 
@@ -95,8 +104,12 @@ import Testing
         let health = HealthMonitor(configuration: .init(consumes: true), pollTurns: Self.turning())
         let base = FlakySink()
         let sink = health.watching(base)
-        let record = DeadLetterRecord(reason: "invalid", error: "x", message: Array("{}".utf8),
-                                      source: KafkaMessage(topic: "news.world", partition: 0, offset: 1, value: Array("{}".utf8)))
+        let record = DeadLetterRecord(
+            reason: "invalid",
+            error: "x",
+            message: Array("{}".utf8),
+            source: KafkaMessage(topic: "news.world", partition: 0, offset: 1, value: Array("{}".utf8))
+        )
         base.failing.withLock { $0 = true }
         await #expect(throws: POSIXError.self) { try await sink.write(record) }
         let verdict = health.readiness()

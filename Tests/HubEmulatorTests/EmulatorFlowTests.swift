@@ -1,9 +1,10 @@
 import Foundation
-@testable import HubEmulator
 import News
 import NotificationHubs
-import Testing
 import TestSupport
+import Testing
+
+@testable import HubEmulator
 
 /// The emulator through HTTP, driven by the project's own client.
 @Suite struct EmulatorFlowTests {
@@ -14,7 +15,10 @@ import TestSupport
         var ids: [String] = []
         for (i, tags) in tagSets.enumerated() {
             let id = try await client.createRegistrationID()
-            try await client.upsertRegistration(Registration(platform: .apple, handle: "token\(i)", tags: tags, template: Self.template), id: id)
+            try await client.upsertRegistration(
+                Registration(platform: .apple, handle: "token\(i)", tags: tags, template: Self.template),
+                id: id
+            )
             ids.append(id)
         }
         return ids
@@ -24,37 +28,61 @@ import TestSupport
         let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 50 })
         let listen = try live.client("DefaultListenSharedAccessSignature")
         // Devices hold only the listen key, and it is enough to register.
-        let ids = try await register([["World", "Sports"], ["Politics"], ["World"], ["Business", "Technology"]], with: listen)
+        let ids = try await register(
+            [["World", "Sports"], ["Politics"], ["World"], ["Business", "Technology"]],
+            with: listen
+        )
         let backend = try live.client()
-        let result = try await backend.sendTemplate(properties: [("messageParam", "Breaking World News : Quake hits")], tagExpression: "World")
+        let result = try await backend.sendTemplate(
+            properties: [("messageParam", "Breaking World News : Quake hits")],
+            tagExpression: "World"
+        )
         #expect(result.status == 201 && result.notificationID == "1")
 
         let record = try #require(try await live.deliveries().first)
         #expect(record["matched"] as? Int == 2)
         #expect(Set(record["devices"] as? [String] ?? []) == ["registration:\(ids[0])", "registration:\(ids[2])"])
-        #expect(record["payloads"] as? [String] == Array(repeating: #"{"aps":{"alert":"Breaking World News : Quake hits"}}"#, count: 2))
+        #expect(
+            record["payloads"] as? [String]
+                == Array(repeating: #"{"aps":{"alert":"Breaking World News : Quake hits"}}"#, count: 2)
+        )
     }
 
     @Test func perMessageTelemetrySaysWhatASendReached() async throws {
         let live = try await LiveEmulator()
         let client = try live.client()
         _ = try await register([["hubcast-canary"], ["hubcast-canary", "World"], ["World"]], with: client)
-        let reached = try await client.sendTemplate(properties: [("messageParam", "canary")], tagExpression: "hubcast-canary")
+        let reached = try await client.sendTemplate(
+            properties: [("messageParam", "canary")],
+            tagExpression: "hubcast-canary"
+        )
         let details = try await client.notificationDetails(id: try #require(reached.notificationID))
         #expect(details.state == "Completed" && details.successes == 2, "\(details)")
         #expect(details.isFinal)
 
-        let nobody = try await client.sendTemplate(properties: [("messageParam", "canary")], tagExpression: "nobody-follows-this")
-        #expect(try await client.notificationDetails(id: try #require(nobody.notificationID)) == NotificationDetails(state: "NoTargetFound",
-                                                                                                                     outcomes: [("Success", 0)]))
+        let nobody = try await client.sendTemplate(
+            properties: [("messageParam", "canary")],
+            tagExpression: "nobody-follows-this"
+        )
+        #expect(
+            try await client.notificationDetails(id: try #require(nobody.notificationID))
+                == NotificationDetails(
+                    state: "NoTargetFound",
+                    outcomes: [("Success", 0)]
+                )
+        )
         // An id it never gave: 404, as the service answers before it has telemetry.
-        await #expect { try await client.notificationDetails(id: "999999") } throws: { ($0 as? SendFailure)?.status == 404 }
+        await #expect { try await client.notificationDetails(id: "999999") } throws: {
+            ($0 as? SendFailure)?.status == 404
+        }
     }
 
     @Test func tagExpressionsSelectTheHandComputedAudience() async throws {
         let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 50 })
         let client = try live.client()
-        let tagSets = [["World"], ["World", "Sports"], ["Politics"], ["Politics", "Sports"], ["Science"], ["World", "Politics"]]
+        let tagSets = [
+            ["World"], ["World", "Sports"], ["Politics"], ["Politics", "Sports"], ["Science"], ["World", "Politics"],
+        ]
         let ids = try await register(tagSets, with: client)
         let cases: [(String, Set<Int>)] = [
             ("World || Politics", [0, 1, 2, 3, 5]),
@@ -64,10 +92,16 @@ import TestSupport
             ("Science || World && Politics", [4, 5]),
         ]
         for (expression, expected) in cases {
-            #expect(live.emulator.handle(EmulatorRequest(method: "DELETE", path: "/_emulator/deliveries", host: "x")).status == 204)
+            #expect(
+                live.emulator.handle(EmulatorRequest(method: "DELETE", path: "/_emulator/deliveries", host: "x")).status
+                    == 204
+            )
             _ = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: expression)
             let record = try #require(try await live.deliveries().last)
-            #expect(Set(record["devices"] as? [String] ?? []) == Set(expected.map { "registration:\(ids[$0])" }), "\(expression)")
+            #expect(
+                Set(record["devices"] as? [String] ?? []) == Set(expected.map { "registration:\(ids[$0])" }),
+                "\(expression)"
+            )
             #expect(record["matched"] as? Int == expected.count, "\(expression)")
         }
     }
@@ -75,13 +109,29 @@ import TestSupport
     @Test func installationsWithPatch() async throws {
         let live = try await LiveEmulator(with(NotificationHubEmulator.Configuration()) { $0.samplePayloads = 10 })
         let client = try live.client()
-        try await client.upsertInstallation(Installation(installationId: "phone-1", platform: "apns", pushChannel: "abc", tags: ["World"],
-                                                         templates: ["alert": .init(body: #"{"aps":{"alert":"$(messageParam)"}}"#)]))
+        try await client.upsertInstallation(
+            Installation(
+                installationId: "phone-1",
+                platform: "apns",
+                pushChannel: "abc",
+                tags: ["World"],
+                templates: ["alert": .init(body: #"{"aps":{"alert":"$(messageParam)"}}"#)]
+            )
+        )
         _ = try await client.sendTemplate(properties: [("messageParam", "one")], tagExpression: "Sports")
         try await client.patchInstallation(id: "phone-1", [InstallationPatch(op: .add, path: "/tags", value: "Sports")])
         _ = try await client.sendTemplate(properties: [("messageParam", "two")], tagExpression: "Sports")
-        try await client.patchInstallation(id: "phone-1", [InstallationPatch(op: .remove, path: "/tags/World"),
-                                                           InstallationPatch(op: .replace, path: "/templates/alert", value: #"{"body":"{\"msg\":\"$(messageParam)\"}"}"#)])
+        try await client.patchInstallation(
+            id: "phone-1",
+            [
+                InstallationPatch(op: .remove, path: "/tags/World"),
+                InstallationPatch(
+                    op: .replace,
+                    path: "/templates/alert",
+                    value: #"{"body":"{\"msg\":\"$(messageParam)\"}"}"#
+                ),
+            ]
+        )
         _ = try await client.sendTemplate(properties: [("messageParam", "three")], tagExpression: "Sports || World")
         let fetched = try await client.installation(id: "phone-1")
         #expect(fetched.tags == ["Sports"])
@@ -100,10 +150,21 @@ import TestSupport
         let client = try live.client()
         let template = ["alert": Installation.Template(body: #"{"aps":{"alert":"$(messageParam)"}}"#)]
         for (id, user) in [("inst-a1", "alice"), ("inst-a2", "alice"), ("inst-b1", "bob")] {
-            try await client.upsertInstallation(Installation(installationId: id, platform: "apns", pushChannel: "abc", tags: ["World"],
-                                                             templates: template, userId: user))
+            try await client.upsertInstallation(
+                Installation(
+                    installationId: id,
+                    platform: "apns",
+                    pushChannel: "abc",
+                    tags: ["World"],
+                    templates: template,
+                    userId: user
+                )
+            )
         }
-        _ = try await client.sendTemplate(properties: [("messageParam", "one")], tagExpression: "$InstallationId:{inst-a1}")
+        _ = try await client.sendTemplate(
+            properties: [("messageParam", "one")],
+            tagExpression: "$InstallationId:{inst-a1}"
+        )
         _ = try await client.sendTemplate(properties: [("messageParam", "users")], tagExpression: "$UserId:{alice}")
         let records = try await live.deliveries()
         #expect(records.map { $0["matched"] as? Int } == [1, 2], "\(records)")
@@ -120,12 +181,19 @@ import TestSupport
         var ids: [String] = []
         for n in 0..<5 {
             let token = String(repeating: n == 4 ? "AB" : "0\(n)", count: 32)
-            let created = try await live.call(.post, "registrations?api-version=2020-06", headers: [HTTPHeader("Content-Type", atom)],
-                                              body: entry(token, n.isMultiple(of: 2) ? "World" : "Sports"))
+            let created = try await live.call(
+                .post,
+                "registrations?api-version=2020-06",
+                headers: [HTTPHeader("Content-Type", atom)],
+                body: entry(token, n.isMultiple(of: 2) ? "World" : "Sports")
+            )
             #expect(created.status == 200, "\(String(decoding: created.body, as: UTF8.self))")
             let body = String(decoding: created.body, as: UTF8.self)
             let id = try #require(XMLText.text(of: "RegistrationId", in: body))
-            #expect(created.header("etag") == #"W/"\#(n + 1)""# && body.contains(#"m:etag="W/&quot;\#(n + 1)&quot;""#), "\(created.headers)")
+            #expect(
+                created.header("etag") == #"W/"\#(n + 1)""# && body.contains(#"m:etag="W/&quot;\#(n + 1)&quot;""#),
+                "\(created.headers)"
+            )
             ids.append(id)
         }
 
@@ -135,61 +203,129 @@ import TestSupport
         repeat {
             let query = "registrations/?$top=2&api-version=2020-06" + (token.map { "&ContinuationToken=" + $0 } ?? "")
             let page = try await live.call(.get, query)
-            #expect(page.status == 200 && page.header("content-type")?.hasPrefix("application/atom+xml;type=feed") == true)
+            #expect(
+                page.status == 200 && page.header("content-type")?.hasPrefix("application/atom+xml;type=feed") == true
+            )
             let feed = String(decoding: page.body, as: UTF8.self)
-            let entries = feed.components(separatedBy: "<RegistrationId>").dropFirst().map { String($0.prefix { $0 != "<" }) }
+            let entries = feed.components(separatedBy: "<RegistrationId>").dropFirst().map {
+                String($0.prefix { $0 != "<" })
+            }
             #expect(entries.count <= 2)
             seen += entries
             token = page.header("x-ms-continuationtoken")
         } while token != nil
         #expect(seen.sorted() == ids.sorted())
-        let byTag = String(decoding: try await live.call(.get, "tags/World/registrations?api-version=2020-06").body, as: UTF8.self)
+        let byTag = String(
+            decoding: try await live.call(.get, "tags/World/registrations?api-version=2020-06").body,
+            as: UTF8.self
+        )
         #expect(byTag.components(separatedBy: "<RegistrationId>").count - 1 == 3)
 
         // A channel's registrations: the device token in upper case, as the reference says to send it.
-        let filtered = try await live.call(.get, "registrations/?$filter=DeviceToken%20eq%20%27" + String(repeating: "AB", count: 32)
-                                           + "%27&api-version=2020-06")
+        let filtered = try await live.call(
+            .get,
+            "registrations/?$filter=DeviceToken%20eq%20%27" + String(repeating: "AB", count: 32)
+                + "%27&api-version=2020-06"
+        )
         let found = String(decoding: filtered.body, as: UTF8.self)
-        #expect(filtered.status == 200 && found.contains("<RegistrationId>\(ids[4])</RegistrationId>")
-                && found.components(separatedBy: "<RegistrationId>").count == 2, "\(found)")
-        #expect(try await live.call(.get, "registrations/?$filter=Platform%20eq%20%27x%27&api-version=2020-06").status == 400)
+        #expect(
+            filtered.status == 200 && found.contains("<RegistrationId>\(ids[4])</RegistrationId>")
+                && found.components(separatedBy: "<RegistrationId>").count == 2,
+            "\(found)"
+        )
+        #expect(
+            try await live.call(.get, "registrations/?$filter=Platform%20eq%20%27x%27&api-version=2020-06").status
+                == 400
+        )
 
         // If-Match: a stale ETag is refused (412), the current one and * are honoured.
-        let stale = try await live.call(.put, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", #"W/"99""#)],
-                                        body: entry(String(repeating: "00", count: 32), "Science"))
+        let stale = try await live.call(
+            .put,
+            "registrations/\(ids[0])?api-version=2020-06",
+            headers: [HTTPHeader("If-Match", #"W/"99""#)],
+            body: entry(String(repeating: "00", count: 32), "Science")
+        )
         #expect(stale.status == 412)
-        let updated = try await live.call(.put, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", #"W/"1""#)],
-                                          body: entry(String(repeating: "00", count: 32), "Science"))
+        let updated = try await live.call(
+            .put,
+            "registrations/\(ids[0])?api-version=2020-06",
+            headers: [HTTPHeader("If-Match", #"W/"1""#)],
+            body: entry(String(repeating: "00", count: 32), "Science")
+        )
         #expect(updated.status == 200 && updated.header("etag") == #"W/"6""#)
-        #expect(try await live.call(.delete, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", #"W/"1""#)]).status == 412)
-        #expect(try await live.call(.delete, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", "*")]).status == 200)
-        #expect(try await live.call(.delete, "registrations/\(ids[0])?api-version=2020-06", headers: [HTTPHeader("If-Match", "*")]).status == 404)
+        #expect(
+            try await live.call(
+                .delete,
+                "registrations/\(ids[0])?api-version=2020-06",
+                headers: [HTTPHeader("If-Match", #"W/"1""#)]
+            ).status == 412
+        )
+        #expect(
+            try await live.call(
+                .delete,
+                "registrations/\(ids[0])?api-version=2020-06",
+                headers: [HTTPHeader("If-Match", "*")]
+            ).status == 200
+        )
+        #expect(
+            try await live.call(
+                .delete,
+                "registrations/\(ids[0])?api-version=2020-06",
+                headers: [HTTPHeader("If-Match", "*")]
+            ).status == 404
+        )
     }
 
     /// Browser installations carry their subscription object as `pushChannel` and get browser
     /// sends; a platform the emulator does not model is refused with a 400 naming it.
     @Test func browserInstallationsAndPlatformsNotModelled() async throws {
         let live = try await LiveEmulator()
-        let browser = #"{"installationId":"web-1","platform":"browser","pushChannel":{"endpoint":"https://push.example/sub/1","p256dh":"BNcR","auth":"tBHI"},"tags":["World"]}"#
-        let put = try await live.call(.put, "installations/web-1?api-version=2020-06", headers: [HTTPHeader("Content-Type", "application/json")], body: browser)
+        let browser =
+            #"{"installationId":"web-1","platform":"browser","pushChannel":{"endpoint":"https://push.example/sub/1","p256dh":"BNcR","auth":"tBHI"},"tags":["World"]}"#
+        let put = try await live.call(
+            .put,
+            "installations/web-1?api-version=2020-06",
+            headers: [HTTPHeader("Content-Type", "application/json")],
+            body: browser
+        )
         #expect(put.status == 200, "\(String(decoding: put.body, as: UTF8.self))")
         let read = try await live.call(.get, "installations/web-1?api-version=2020-06")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(read.body)) as? [String: Any])
         #expect((json["pushChannel"] as? [String: String])?["p256dh"] == "BNcR")
-        let send = try await live.call(.post, "messages/?api-version=2020-06",
-                                       headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("ServiceBusNotification-Format", "browser"),
-                                                 HTTPHeader("ServiceBusNotification-Tags", "World")], body: #"{"title":"x"}"#)
+        let send = try await live.call(
+            .post,
+            "messages/?api-version=2020-06",
+            headers: [
+                HTTPHeader("Content-Type", "application/json"), HTTPHeader("ServiceBusNotification-Format", "browser"),
+                HTTPHeader("ServiceBusNotification-Tags", "World"),
+            ],
+            body: #"{"title":"x"}"#
+        )
         #expect(send.status == 201)
         #expect(try await live.deliveries().last?["matched"] as? Int == 1)
 
         for (body, problem) in [
-            (#"{"installationId":"k-1","platform":"adm","pushChannel":"x"}"#, #"The platform "adm" is one the emulator does not model"#),
+            (
+                #"{"installationId":"k-1","platform":"adm","pushChannel":"x"}"#,
+                #"The platform "adm" is one the emulator does not model"#
+            ),
             (#"{"installationId":"k-1","platform":"pigeon","pushChannel":"x"}"#, #"Unknown platform "pigeon""#),
-            (#"{"installationId":"k-1","platform":"browser","pushChannel":"x"}"#, "pushChannel is an object with endpoint, p256dh and auth"),
-            (#"{"installationId":"k-1","platform":"apns","pushChannel":{"endpoint":"e","p256dh":"k","auth":"a"}}"#, "only for the browser platform"),
+            (
+                #"{"installationId":"k-1","platform":"browser","pushChannel":"x"}"#,
+                "pushChannel is an object with endpoint, p256dh and auth"
+            ),
+            (
+                #"{"installationId":"k-1","platform":"apns","pushChannel":{"endpoint":"e","p256dh":"k","auth":"a"}}"#,
+                "only for the browser platform"
+            ),
             (#"{"installationId":"k-1","pushChannel":"x"}"#, "platform is missing"),
         ] {
-            let refused = try await live.call(.put, "installations/k-1?api-version=2020-06", headers: [HTTPHeader("Content-Type", "application/json")], body: body)
+            let refused = try await live.call(
+                .put,
+                "installations/k-1?api-version=2020-06",
+                headers: [HTTPHeader("Content-Type", "application/json")],
+                body: body
+            )
             let text = XMLText.text(of: "Detail", in: String(decoding: refused.body, as: UTF8.self)) ?? ""
             #expect(refused.status == 400 && text.contains(problem), "\(body): \(text)")
         }
@@ -199,26 +335,52 @@ import TestSupport
     /// endpoint with its P256DH and Auth keys; browser sends reach them, other formats do not.
     @Test func browserRegistrationsGetBrowserSends() async throws {
         let live = try await LiveEmulator()
-        let native = Registration(platform: .browser, handle: "https://push.example/sub/7", tags: ["Science"],
-                                  browserKeys: .init(p256dh: "BNcRdreALRFX", auth: "tBHItJI5"))
-        let created = try await live.call(.post, "registrations/?api-version=2020-06",
-                                          headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")], body: native.atomEntry)
+        let native = Registration(
+            platform: .browser,
+            handle: "https://push.example/sub/7",
+            tags: ["Science"],
+            browserKeys: .init(p256dh: "BNcRdreALRFX", auth: "tBHItJI5")
+        )
+        let created = try await live.call(
+            .post,
+            "registrations/?api-version=2020-06",
+            headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")],
+            body: native.atomEntry
+        )
         let entry = String(decoding: created.body, as: UTF8.self)
         #expect(created.status == 200, "\(entry)")
         let read = try Registration(atomEntry: entry)
         #expect(read.platform == .browser && read.handle == native.handle && read.browserKeys == native.browserKeys)
-        #expect(entry.contains("<BrowserRegistrationDescription") && entry.contains("<Endpoint>https://push.example/sub/7</Endpoint><P256DH>BNcRdreALRFX</P256DH><Auth>tBHItJI5</Auth>"))
+        #expect(
+            entry.contains("<BrowserRegistrationDescription")
+                && entry.contains(
+                    "<Endpoint>https://push.example/sub/7</Endpoint><P256DH>BNcRdreALRFX</P256DH><Auth>tBHItJI5</Auth>"
+                )
+        )
 
         var template = native
         template.handle = "https://push.example/sub/8"
         template.template = .init(body: #"{"title":"$(messageParam)"}"#)
-        let put = try await live.call(.put, "registrations/browser-tmpl?api-version=2020-06",
-                                      headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")], body: template.atomEntry)
-        #expect(put.status == 200 && String(decoding: put.body, as: UTF8.self).contains("<BrowserTemplateRegistrationDescription"))
+        let put = try await live.call(
+            .put,
+            "registrations/browser-tmpl?api-version=2020-06",
+            headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")],
+            body: template.atomEntry
+        )
+        #expect(
+            put.status == 200
+                && String(decoding: put.body, as: UTF8.self).contains("<BrowserTemplateRegistrationDescription")
+        )
 
-        let browserSend = try await live.call(.post, "messages/?api-version=2020-06",
-                                              headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("ServiceBusNotification-Format", "browser"),
-                                                        HTTPHeader("ServiceBusNotification-Tags", "Science")], body: #"{"title":"x"}"#)
+        let browserSend = try await live.call(
+            .post,
+            "messages/?api-version=2020-06",
+            headers: [
+                HTTPHeader("Content-Type", "application/json"), HTTPHeader("ServiceBusNotification-Format", "browser"),
+                HTTPHeader("ServiceBusNotification-Tags", "Science"),
+            ],
+            body: #"{"title":"x"}"#
+        )
         #expect(browserSend.status == 201)
         #expect(try await live.deliveries().last?["matched"] as? Int == 1, "the native browser registration only")
         let client = try live.client(attempts: 1)
@@ -227,9 +389,18 @@ import TestSupport
 
         var keyless = native
         keyless.browserKeys = nil
-        let refused = try await live.call(.post, "registrations/?api-version=2020-06",
-                                          headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")], body: keyless.atomEntry)
-        #expect(refused.status == 400 && (XMLText.text(of: "Detail", in: String(decoding: refused.body, as: UTF8.self)) ?? "").contains("P256DH and Auth"))
+        let refused = try await live.call(
+            .post,
+            "registrations/?api-version=2020-06",
+            headers: [HTTPHeader("Content-Type", "application/atom+xml;type=entry;charset=utf-8")],
+            body: keyless.atomEntry
+        )
+        #expect(
+            refused.status == 400
+                && (XMLText.text(of: "Detail", in: String(decoding: refused.body, as: UTF8.self)) ?? "").contains(
+                    "P256DH and Auth"
+                )
+        )
     }
 
     @Test func limitsBadTokensAndRightsAreRefusedAsNHDoes() async throws {
@@ -251,10 +422,20 @@ import TestSupport
         }
         // An expired token, signed with the right key.
         let key = try #require(live.emulator.configuration.policy.keys.first)
-        let expired = SASToken(resourceURI: "http://127.0.0.1:\(live.port)/breaking", keyName: key.name, key: key.secret, expiry: 1000)
+        let expired = SASToken(
+            resourceURI: "http://127.0.0.1:\(live.port)/breaking",
+            keyName: key.name,
+            key: key.secret,
+            expiry: 1000
+        )
         let answer = try await rawSend(live, tags: "World", authorization: expired.header)
         #expect(answer.status == 401 && String(decoding: answer.body, as: UTF8.self).contains("ExpiredToken"))
-        let forged = SASToken(resourceURI: "http://127.0.0.1:\(live.port)/breaking", keyName: key.name, key: "wrong", expiry: 4_000_000_000)
+        let forged = SASToken(
+            resourceURI: "http://127.0.0.1:\(live.port)/breaking",
+            keyName: key.name,
+            key: "wrong",
+            expiry: 4_000_000_000
+        )
         #expect(try await rawSend(live, tags: "World", authorization: forged.header).status == 401)
         _ = client
     }
@@ -262,7 +443,10 @@ import TestSupport
     @Test func everyFaultKindIsSeenByTheClient() async throws {
         let live = try await LiveEmulator()
         let client = try live.client(attempts: 3)
-        func fault(_ f: Fault) { live.emulator.faults.clear(); live.emulator.faults.add(f) }
+        func fault(_ f: Fault) {
+            live.emulator.faults.clear()
+            live.emulator.faults.add(f)
+        }
 
         fault(Fault(status: 429, retryAfter: 0, count: 1))
         let throttled = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
@@ -287,26 +471,47 @@ import TestSupport
         // On a reused keep-alive connection libcurl silently re-sends a request whose connection died
         // unanswered, so the drop is shown on a fresh client's first (new) connection.
         fault(Fault(dropConnection: 1, count: 1))
-        let dropped = try await live.client(attempts: 3).sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        let dropped = try await live.client(attempts: 3).sendTemplate(
+            properties: [("messageParam", "m")],
+            tagExpression: "World"
+        )
         #expect(dropped.attempts == 2)
 
         fault(Fault(status: 503, tag: "Sports"))
-        #expect(try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World").attempts == 1)
+        #expect(
+            try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World").attempts == 1
+        )
 
         let (stats, _) = try await live.get("_emulator/stats")
-        let counts = try #require((try JSONSerialization.jsonObject(with: stats) as? [String: Any])?["statusCounts"] as? [String: Int])
+        let counts = try #require(
+            (try JSONSerialization.jsonObject(with: stats) as? [String: Any])?["statusCounts"] as? [String: Int]
+        )
         #expect(counts["429"] == 1 && counts["403"] == 1 && counts["503"] == 3)
     }
 
-    private func rawSend(_ live: LiveEmulator, tags: String, authorization: String? = nil) async throws -> HTTPResponse {
+    private func rawSend(_ live: LiveEmulator, tags: String, authorization: String? = nil) async throws -> HTTPResponse
+    {
         let key = try #require(live.emulator.configuration.policy.keys.first)
-        let token = authorization ?? SASToken(resourceURI: "http://127.0.0.1:\(live.port)/breaking", keyName: key.name, key: key.secret,
-                                             expiry: Int64(Date().timeIntervalSince1970) + 600).header
-        return try await CurlTransport(logger: .init(label: "t")).send(HTTPRequest(
-            method: .post, url: live.baseURL + "breaking/messages/?api-version=2020-06",
-            headers: [HTTPHeader("Authorization", token), HTTPHeader("ServiceBusNotification-Format", "template"),
-                      HTTPHeader("ServiceBusNotification-Tags", tags), HTTPHeader("Content-Type", "application/json;charset=utf-8")],
-            body: Array(#"{"messageParam":"m"}"#.utf8)))
+        let token =
+            authorization
+            ?? SASToken(
+                resourceURI: "http://127.0.0.1:\(live.port)/breaking",
+                keyName: key.name,
+                key: key.secret,
+                expiry: Int64(Date().timeIntervalSince1970) + 600
+            ).header
+        return try await CurlTransport(logger: .init(label: "t")).send(
+            HTTPRequest(
+                method: .post,
+                url: live.baseURL + "breaking/messages/?api-version=2020-06",
+                headers: [
+                    HTTPHeader("Authorization", token), HTTPHeader("ServiceBusNotification-Format", "template"),
+                    HTTPHeader("ServiceBusNotification-Tags", tags),
+                    HTTPHeader("Content-Type", "application/json;charset=utf-8"),
+                ],
+                body: Array(#"{"messageParam":"m"}"#.utf8)
+            )
+        )
     }
 }
 

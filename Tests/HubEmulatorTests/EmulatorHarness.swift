@@ -13,7 +13,9 @@ final class LiveEmulator: Sendable {
     init(_ configuration: NotificationHubEmulator.Configuration = .init()) async throws {
         let emulator = NotificationHubEmulator(configuration: configuration)
         let (stream, continuation) = AsyncStream<Int>.makeStream()
-        let server = EmulatorServer(emulator: emulator, port: 0, logger: Logger(label: "emulator")) { continuation.yield($0) }
+        let server = EmulatorServer(emulator: emulator, port: 0, logger: Logger(label: "emulator")) {
+            continuation.yield($0)
+        }
         task = Task { try await server.run() }
         var iterator = stream.makeAsyncIterator()
         port = await iterator.next() ?? 0
@@ -29,13 +31,24 @@ final class LiveEmulator: Sendable {
     }
 
     /// The project's own client, as an application would use it.
-    func client(_ keyName: String = "DefaultFullSharedAccessSignature", hub: String = "breaking", attempts: Int = 3) throws -> NotificationHubClient {
-        var config = NotificationHubConfiguration(connection: try ConnectionString(parsing: connectionString(keyName)), hubName: hub)
+    func client(
+        _ keyName: String = "DefaultFullSharedAccessSignature",
+        hub: String = "breaking",
+        attempts: Int = 3
+    ) throws -> NotificationHubClient {
+        var config = NotificationHubConfiguration(
+            connection: try ConnectionString(parsing: connectionString(keyName)),
+            hubName: hub
+        )
         config.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5))
         // A guard, not a measure: the emulator runs in this test process, whose two cooperative
         // threads the rest of the suite keeps busy; a 5 s timeout turned that into extra attempts.
         config.requestTimeout = .seconds(60)
-        return NotificationHubClient(configuration: config, transport: CurlTransport(logger: Logger(label: "client")), logger: Logger(label: "client"))
+        return NotificationHubClient(
+            configuration: config,
+            transport: CurlTransport(logger: Logger(label: "client")),
+            logger: Logger(label: "client")
+        )
     }
 
     /// `GET /_emulator/deliveries`, parsed.
@@ -46,16 +59,27 @@ final class LiveEmulator: Sendable {
     }
 
     /// A request to the hub `breaking` with the full key's SAS token, as a client library sends it.
-    func call(_ method: HTTPRequest.Method, _ path: String, headers: [HTTPHeader] = [], body: String = "") async throws -> HTTPResponse {
+    func call(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        headers: [HTTPHeader] = [],
+        body: String = ""
+    ) async throws -> HTTPResponse {
         let client = try client()
         let token = client.tokens.token(for: client.configuration.resourceURI)
-        let request = HTTPRequest(method: method, url: baseURL + "breaking/" + path, headers: headers + [HTTPHeader("Authorization", token.header)],
-                                  body: Array(body.utf8))
+        let request = HTTPRequest(
+            method: method,
+            url: baseURL + "breaking/" + path,
+            headers: headers + [HTTPHeader("Authorization", token.header)],
+            body: Array(body.utf8)
+        )
         return try await CurlTransport(logger: Logger(label: "t")).send(request)
     }
 
     func get(_ path: String) async throws -> (Data, Int) {
-        let response = try await CurlTransport(logger: Logger(label: "t")).send(HTTPRequest(method: .get, url: baseURL + path))
+        let response = try await CurlTransport(logger: Logger(label: "t")).send(
+            HTTPRequest(method: .get, url: baseURL + path)
+        )
         return (Data(response.body), response.status)
     }
 }

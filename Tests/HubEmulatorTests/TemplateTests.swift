@@ -1,5 +1,6 @@
-@testable import HubEmulator
 import Testing
+
+@testable import HubEmulator
 
 @Suite struct TemplateTests {
     func render(_ body: String, _ properties: [String: String]) throws -> String {
@@ -7,8 +8,10 @@ import Testing
     }
 
     @Test func seedTemplate() throws {
-        #expect(try render(#"{"aps":{"alert":"$(messageParam)"}}"#, ["messageParam": "Breaking World News : Quake"])
-                == #"{"aps":{"alert":"Breaking World News : Quake"}}"#)
+        #expect(
+            try render(#"{"aps":{"alert":"$(messageParam)"}}"#, ["messageParam": "Breaking World News : Quake"])
+                == #"{"aps":{"alert":"Breaking World News : Quake"}}"#
+        )
     }
 
     @Test func everyExpressionForm() throws {
@@ -19,8 +22,10 @@ import Testing
         #expect(try render(#"{"a":"%(link)"}"#, p) == #"{"a":"a%20b%2Fc%3Fd"}"#)
         #expect(try render(##"{"badge":"#(count)","b":"#(word)"}"##, p) == #"{"b":"not a number","badge":40}"#)
         #expect(try render(#"{"a":"{$(name) + ' - ' + $(count)}"}"#, p) == #"{"a":"Zażółć gęślą - 40"}"#)
-        #expect(try render(#"{"a":"plain $(name) text","n":3,"t":true,"z":null,"l":["$(count)"]}"#, p)
-                == #"{"a":"plain $(name) text","l":["40"],"n":3,"t":true,"z":null}"#)
+        #expect(
+            try render(#"{"a":"plain $(name) text","n":3,"t":true,"z":null,"l":["$(count)"]}"#, p)
+                == #"{"a":"plain $(name) text","l":["40"],"n":3,"t":true,"z":null}"#
+        )
         #expect(try render(#"{"a":"$(missing)"}"#, p) == #"{"a":""}"#)
         #expect(try render(#"{"a":"$(name)"}"#, ["name": "quote\" and \\ slash"]) == #"{"a":"quote\" and \\ slash"}"#)
     }

@@ -2,8 +2,8 @@ import Foundation
 import HubEmulator
 import Logging
 import NotificationHubs
-import Testing
 import TestSupport
+import Testing
 
 /// The canary on the real binary: `run --canary-every` against the dev broker and the emulator,
 /// with a test device on the canary tag; `canary --once` asking the running group; refused
@@ -25,16 +25,33 @@ import TestSupport
 
     /// One test device that carries the canary tag, registered as an app would.
     static func registerTestDevice(_ h: PipelineHarness) async throws {
-        var config = NotificationHubConfiguration(connection: try ConnectionString(parsing: h.emulator.firstLine), hubName: PipelineHarness.hub)
+        var config = NotificationHubConfiguration(
+            connection: try ConnectionString(parsing: h.emulator.firstLine),
+            hubName: PipelineHarness.hub
+        )
         config.requestTimeout = .seconds(30)
-        let client = NotificationHubClient(configuration: config, transport: CurlTransport(logger: Logger(label: "test")), logger: Logger(label: "test"))
+        let client = NotificationHubClient(
+            configuration: config,
+            transport: CurlTransport(logger: Logger(label: "test")),
+            logger: Logger(label: "test")
+        )
         let id = try await client.createRegistrationID()
-        try await client.upsertRegistration(Registration(platform: .apple, handle: "test-phone", tags: [tag],
-                                                         template: SimulatedAudience.seedTemplate), id: id)
+        try await client.upsertRegistration(
+            Registration(
+                platform: .apple,
+                handle: "test-phone",
+                tags: [tag],
+                template: SimulatedAudience.seedTemplate
+            ),
+            id: id
+        )
     }
 
     func canaryOnce(_ h: PipelineHarness, timeout: Int) async throws -> HubcastBinary.Result {
-        try await HubcastBinary.run(["canary", "--once", "--brokers", h.broker.bootstrap, "--timeout", String(timeout)], timeout: .seconds(120))
+        try await HubcastBinary.run(
+            ["canary", "--once", "--brokers", h.broker.bootstrap, "--timeout", String(timeout)],
+            timeout: .seconds(120)
+        )
     }
 
     @Test func canariesAreVerifiedEveryIntervalAndRefusedCredentialsFailThemAndTheGate() async throws {
@@ -46,23 +63,35 @@ import TestSupport
 
         // Every interval, one canary, verified through the hub's telemetry: it reached the device.
         let fifth = await run.stdout.nth(5, timeout: .seconds(120)) { Self.isCanary($0, outcome: "verified") }
-        #expect(fifth != nil, "five verified canaries never came\n\(run.stdout.text.suffix(2000))\n\(run.stderr.text.suffix(2000))")
+        #expect(
+            fifth != nil,
+            "five verified canaries never came\n\(run.stdout.text.suffix(2000))\n\(run.stderr.text.suffix(2000))"
+        )
         let verified = Self.canaries(run.stdout.lines.map(\.text)).filter { $0["outcome"] as? String == "verified" }
-        #expect(verified.allSatisfy { $0["devices"] as? Int == 1 && ($0["endToEndMs"] as? Int ?? -1) >= 0 }, "\(verified)")
+        #expect(
+            verified.allSatisfy { $0["devices"] as? Int == 1 && ($0["endToEndMs"] as? Int ?? -1) >= 0 },
+            "\(verified)"
+        )
         let toDevice = try await h.deliveries().filter { $0.tags == Self.tag }
         #expect(toDevice.count >= 5 && toDevice.allSatisfy { $0.matched == 1 }, "\(toDevice)")
 
         // The gate: one canary through the running group, verified, exit 0.
         let gate = try await canaryOnce(h, timeout: 20)
         #expect(gate.status == 0, "\(gate.stdout)\n\(gate.stderr)")
-        #expect(Self.canaries(gate.stdout.split(separator: "\n").map(String.init)).first?["outcome"] as? String == "verified", "\(gate.stdout)")
+        #expect(
+            Self.canaries(gate.stdout.split(separator: "\n").map(String.init)).first?["outcome"] as? String
+                == "verified",
+            "\(gate.stdout)"
+        )
         let metrics = try await HealthEndpointTests.get("http://127.0.0.1:\(port)/metrics").body
         #expect(metrics.contains("hubcast_canary_last_success_timestamp_seconds "), "\(metrics.prefix(3000))")
         #expect(metrics.contains("hubcast_canary_e2e_seconds_count"), "\(metrics.prefix(3000))")
 
         // Credentials refused: the next canary fails within its interval, saying why, and counted.
         try await h.faults(#"{"status":401}"#)
-        let failed = await run.stdout.first(timeout: .seconds(60)) { Self.isCanary($0.text, outcome: "failed", reason: "unauthorized") }
+        let failed = await run.stdout.first(timeout: .seconds(60)) {
+            Self.isCanary($0.text, outcome: "failed", reason: "unauthorized")
+        }
         #expect(failed != nil, "no canary failed as unauthorized\n\(run.stdout.text.suffix(2000))")
         let refusedGate = try await canaryOnce(h, timeout: 2)
         #expect(refusedGate.status == 1, "\(refusedGate.stdout)\n\(refusedGate.stderr)")
@@ -82,7 +111,10 @@ import TestSupport
         #expect(try h.deadLetters().isEmpty)
         // Each stdout line is a metrics line or a canary line, as their schemas say.
         let lines = result.stdout.split(separator: "\n").map(String.init)
-        try await PipelineHarness.validateMetrics(lines.filter { $0.hasPrefix(#"{"canary""#) }.joined(separator: "\n"), schema: "canary.schema.json")
+        try await PipelineHarness.validateMetrics(
+            lines.filter { $0.hasPrefix(#"{"canary""#) }.joined(separator: "\n"),
+            schema: "canary.schema.json"
+        )
         try await PipelineHarness.validateMetrics(lines.filter { !$0.hasPrefix(#"{"canary""#) }.joined(separator: "\n"))
         try await PipelineHarness.validateMetrics(gate.stdout, schema: "canary.schema.json")
     }
@@ -117,8 +149,13 @@ import TestSupport
         let changes = zip(askers, askers.dropFirst()).filter { $0 != $1 }.count
         #expect(ids.count == 6 && changes <= 1, "canaries asked for by several instances at once: \(ids)")
         for asker in Set(askers) {
-            let numbers = ids.filter { $0.hasPrefix(asker + "-") }.compactMap { $0.split(separator: "-").last.flatMap { Int($0) } }.sorted()
-            #expect(numbers == Array((numbers.first ?? 0)...(numbers.last ?? 0)), "\(asker) skipped or repeated an interval: \(ids)")
+            let numbers = ids.filter { $0.hasPrefix(asker + "-") }.compactMap {
+                $0.split(separator: "-").last.flatMap { Int($0) }
+            }.sorted()
+            #expect(
+                numbers == Array((numbers.first ?? 0)...(numbers.last ?? 0)),
+                "\(asker) skipped or repeated an interval: \(ids)"
+            )
         }
         #expect(Set(all.compactMap { $0["id"] as? String }).count == all.count, "a canary reported twice: \(all)")
         #expect(last.allSatisfy { $0["outcome"] as? String == "verified" }, "\(Array(last))")

@@ -1,12 +1,13 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The user's documentation checked against the product: the README's "your Kafka and your hub"
 /// steps run as written, links stay inside the repository, no internal process is named, and every
 /// `hubcast <command> --flag` the docs show is a flag of that command.
 @Suite struct DocsTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// README, CHANGELOG, docs/ and the benchmarks' README: what a user reads.
     static func documents() throws -> [(path: String, text: String)] {
@@ -33,10 +34,19 @@ import TestSupport
         var blocks: [Block] = []
         var inSection = false, current: Block?, marker: String?
         for line in markdown.components(separatedBy: "\n") {
-            if current == nil, line.hasPrefix("## ") { inSection = line == heading; continue }
+            if current == nil, line.hasPrefix("## ") {
+                inSection = line == heading
+                continue
+            }
             guard inSection else { continue }
             if var block = current {
-                if line == "```" { blocks.append(block); current = nil } else { block.text += line + "\n"; current = block }
+                if line == "```" {
+                    blocks.append(block)
+                    current = nil
+                } else {
+                    block.text += line + "\n"
+                    current = block
+                }
             } else if line.hasPrefix("```") {
                 current = Block(marker: marker, language: String(line.dropFirst(3)), text: "")
                 marker = nil
@@ -51,7 +61,11 @@ import TestSupport
 
     /// The names a shell block assigns (`NAME=value` at the start of a line).
     static func assignedNames(_ shell: String) -> Set<String> {
-        Set(shell.components(separatedBy: "\n").compactMap { $0.firstMatch(of: /^([A-Z_][A-Z0-9_]*)=/).map { String($0.output.1) } })
+        Set(
+            shell.components(separatedBy: "\n").compactMap {
+                $0.firstMatch(of: /^([A-Z_][A-Z0-9_]*)=/).map { String($0.output.1) }
+            }
+        )
     }
 
     /// Every `sh` block of "Run it against your Kafka and your hub" is run verbatim, in order, in one
@@ -68,8 +82,14 @@ import TestSupport
         let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
         let blocks = Self.blocks(ofSection: "## Run it against your Kafka and your hub", in: readme)
         let values = try #require(blocks.first { $0.marker == "values" }, "no <!-- docrun: values --> block")
-        let topics = try #require(blocks.first { $0.marker == "cluster-tools" }, "no <!-- docrun: cluster-tools --> block")
-        let installation = try #require(blocks.first { $0.language == "json" && $0.text.contains("installationId") }, "no installation example")
+        let topics = try #require(
+            blocks.first { $0.marker == "cluster-tools" },
+            "no <!-- docrun: cluster-tools --> block"
+        )
+        let installation = try #require(
+            blocks.first { $0.language == "json" && $0.text.contains("installationId") },
+            "no installation example"
+        )
         let steps = blocks.filter { $0.language == "sh" && $0.marker == nil }
         #expect(steps.count >= 4, "only \(steps.count) runnable blocks")
 
@@ -84,7 +104,11 @@ import TestSupport
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-docrun-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
-        try installation.text.write(to: work.appendingPathComponent("installation.json"), atomically: true, encoding: .utf8)
+        try installation.text.write(
+            to: work.appendingPathComponent("installation.json"),
+            atomically: true,
+            encoding: .utf8
+        )
         let bin = URL(fileURLWithPath: HubcastBinary.path).deletingLastPathComponent().path
         let script = """
             set -euo pipefail
@@ -106,20 +130,34 @@ import TestSupport
             \(steps.map(\.text).joined(separator: "\n"))
             curl -fsS http://127.0.0.1:8081/_emulator/deliveries > ../deliveries.json
             """
-        let result = try await ChildProcess.run("unshare", ["--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script], timeout: .seconds(240))
-        let log = { (name: String) in (try? String(contentsOf: work.appendingPathComponent(name), encoding: .utf8)) ?? "" }
-        #expect(result.status == 0, """
+        let result = try await ChildProcess.run(
+            "unshare",
+            ["--net", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", "-c", script],
+            timeout: .seconds(240)
+        )
+        let log = { (name: String) in
+            (try? String(contentsOf: work.appendingPathComponent(name), encoding: .utf8)) ?? ""
+        }
+        #expect(
+            result.status == 0,
+            """
             exit \(result.status)
             stdout: \(result.stdout.suffix(3000))
             stderr: \(result.stderr.suffix(3000))
             hubcast.log: \(log("hubcast-config/hubcast.log").suffix(3000))
-            """)
+            """
+        )
         let deliveries = log("deliveries.json")
-        #expect(deliveries.contains("Breaking World News : hubcast is live"), "the registered device got nothing: \(deliveries.prefix(2000))")
+        #expect(
+            deliveries.contains("Breaking World News : hubcast is live"),
+            "the registered device got nothing: \(deliveries.prefix(2000))"
+        )
         #expect(deliveries.contains("device-0001"), "not the README's installation: \(deliveries.prefix(2000))")
         let metrics = log("hubcast-config/metrics.jsonl").split(separator: "\n")
-        #expect(metrics.last?.contains(#""final":true"#) == true && metrics.last?.contains(#""sent":1,"#) == true,
-                "the last metrics line: \(metrics.last ?? "none")")
+        #expect(
+            metrics.last?.contains(#""final":true"#) == true && metrics.last?.contains(#""sent":1,"#) == true,
+            "the last metrics line: \(metrics.last ?? "none")"
+        )
     }
 
     /// Registers the README's installation at the emulator with the full key, as an app backend would.
@@ -147,8 +185,10 @@ import TestSupport
         let lines = readme.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.count <= 251, "README.md has \(lines.count - 1) lines")
         let headings = lines.filter { $0.hasPrefix("## ") }.map { String($0.dropFirst(3)) }
-        let order = ["Quick start", "Run it against your Kafka and your hub", "News items", "Commands", "Operating it",
-                     "Deploying", "Limitations", "Performance", "Development", "Licence"]
+        let order = [
+            "Quick start", "Run it against your Kafka and your hub", "News items", "Commands", "Operating it",
+            "Deploying", "Limitations", "Performance", "Development", "Licence",
+        ]
         #expect(headings.filter(order.contains) == order, "README sections: \(headings)")
         #expect(readme.contains("make demo") && readme.contains("make test"), "the quick start's two commands")
     }
@@ -162,15 +202,28 @@ import TestSupport
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().relativePath
             for match in Self.proseOnly(text).matches(of: /\]\(([^)\s]*)\)|<(https?:[^>]*)>/) {
                 let target = String(match.output.1 ?? match.output.2 ?? "")
-                #expect(!target.contains("://") && !target.hasPrefix("mailto:"), "\(path) links outside the repository: \(target)")
-                let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                #expect(
+                    !target.contains("://") && !target.hasPrefix("mailto:"),
+                    "\(path) links outside the repository: \(target)"
+                )
+                let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(
+                    String.init
+                )
                 let file = parts[0].isEmpty ? path : (folder == "." ? parts[0] : folder + "/" + parts[0])
                 let resolved = Self.root.appendingPathComponent(file).standardizedFileURL.path
-                #expect(resolved.hasPrefix(Self.root.standardizedFileURL.path + "/") || resolved == Self.root.standardizedFileURL.path,
-                        "\(path) links outside the repository: \(target)")
+                #expect(
+                    resolved.hasPrefix(Self.root.standardizedFileURL.path + "/")
+                        || resolved == Self.root.standardizedFileURL.path,
+                    "\(path) links outside the repository: \(target)"
+                )
                 var isFolder: ObjCBool = false
-                #expect(FileManager.default.fileExists(atPath: resolved, isDirectory: &isFolder), "\(path): \(target) does not exist")
-                if parts.count == 2, !isFolder.boolValue, let linked = try? String(contentsOfFile: resolved, encoding: .utf8) {
+                #expect(
+                    FileManager.default.fileExists(atPath: resolved, isDirectory: &isFolder),
+                    "\(path): \(target) does not exist"
+                )
+                if parts.count == 2, !isFolder.boolValue,
+                    let linked = try? String(contentsOfFile: resolved, encoding: .utf8)
+                {
                     #expect(Self.anchors(linked).contains(parts[1]), "\(path): \(target) names no heading of \(file)")
                 }
             }
@@ -182,13 +235,21 @@ import TestSupport
     @Test func noInternalProcessIsNamed() async throws {
         var texts = try Self.documents()
         for command in [[], ["backend"]] + Self.commands {
-            texts.append(("hubcast \(command.joined(separator: " ")) --help", try await HubcastBinary.run(command + ["--help"]).stdout))
+            texts.append(
+                (
+                    "hubcast \(command.joined(separator: " ")) --help",
+                    try await HubcastBinary.run(command + ["--help"]).stdout
+                )
+            )
         }
         for (path, text) in texts {
-            for pattern in [#/\bSPEC\b/#, #/[Ii]ssues? \d/#, #/(?:^|[\s,;])#\d+\b/#, #/\b[Ss]eeds? \d/#, #/\b[Ss]eeds?'/#,
-                            #/[Tt]utorial/#, #/shared\/design/#] {
+            for pattern in [
+                #/\bSPEC\b/#, #/[Ii]ssues? \d/#, #/(?:^|[\s,;])#\d+\b/#, #/\b[Ss]eeds? \d/#, #/\b[Ss]eeds?'/#,
+                #/[Tt]utorial/#, #/shared\/design/#,
+            ] {
                 for match in text.matches(of: pattern) {
-                    let line = text[..<match.range.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).count
+                    let line = text[..<match.range.lowerBound].split(separator: "\n", omittingEmptySubsequences: false)
+                        .count
                     #expect(Bool(false), "\(path):\(line) names internal process: \(text[match.range])")
                 }
             }
@@ -197,8 +258,10 @@ import TestSupport
 
     // MARK: Flags the docs show
 
-    static let commands: [[String]] = [["run"], ["replay"], ["demo"], ["send"], ["produce"], ["canary"], ["emulator"], ["dev-broker"],
-                                       ["backend", "serve"], ["backend", "add-user"]]
+    static let commands: [[String]] = [
+        ["run"], ["replay"], ["demo"], ["send"], ["produce"], ["canary"], ["emulator"], ["dev-broker"],
+        ["backend", "serve"], ["backend", "add-user"],
+    ]
 
     /// Every `hubcast <command> … --flag` in a code block or span, and every `--flag` on a command's
     /// own page, is a flag of that command's `--help`.
@@ -206,29 +269,42 @@ import TestSupport
         var flags: [String: Set<String>] = [:]
         for command in Self.commands {
             let help = try await HubcastBinary.run(command + ["--help"]).stdout
-            flags[command.joined(separator: " ")] = Set(help.matches(of: /(?m)^  (?:-[a-z], )?(--[a-z0-9-]+)/).map { String($0.output.1) })
+            flags[command.joined(separator: " ")] = Set(
+                help.matches(of: /(?m)^  (?:-[a-z], )?(--[a-z0-9-]+)/).map { String($0.output.1) }
+            )
         }
         flags["backend"] = flags["backend serve"]
         var checked = 0
         for (path, text) in try Self.documents() {
             for line in text.components(separatedBy: "\n") {
-                for use in line.matches(of: /hubcast (run|replay|demo|send|produce|canary|emulator|dev-broker|backend add-user|backend)\b([^`|;&>]*)/) {
+                for use in line.matches(
+                    of:
+                        /hubcast (run|replay|demo|send|produce|canary|emulator|dev-broker|backend add-user|backend)\b([^`|;&>]*)/
+                ) {
                     let command = String(use.output.1)
                     for flag in use.output.2.matches(of: /(?:^|[\s=\[])(--[a-z0-9-]+)/) {
                         checked += 1
                         let name = String(flag.output.1)
-                        #expect(flags[command]?.contains(name) == true, "\(path): `hubcast \(command)` has no \(name): \(line)")
+                        #expect(
+                            flags[command]?.contains(name) == true,
+                            "\(path): `hubcast \(command)` has no \(name): \(line)"
+                        )
                     }
                 }
             }
             if path.hasPrefix("docs/commands/") {
                 let command = String(path.dropFirst("docs/commands/".count).dropLast(3))
                 // The canary's page also covers the flags of `run` that turn it on.
-                let own = command == "backend" ? flags["backend serve"]!.union(flags["backend add-user"]!)
+                let own =
+                    command == "backend"
+                    ? flags["backend serve"]!.union(flags["backend add-user"]!)
                     : command == "canary" ? flags["canary"]!.union(flags["run"]!) : flags[command] ?? []
                 for span in Self.proseOnly(text).matches(of: /`(--[a-z0-9-]+)/) {
                     checked += 1
-                    #expect(own.contains(String(span.output.1)), "\(path) mentions \(span.output.1), which `hubcast \(command)` does not have")
+                    #expect(
+                        own.contains(String(span.output.1)),
+                        "\(path) mentions \(span.output.1), which `hubcast \(command)` does not have"
+                    )
                 }
             }
         }
@@ -241,18 +317,25 @@ import TestSupport
     static func proseOnly(_ markdown: String) -> String {
         var inCode = false
         return markdown.components(separatedBy: "\n").map { line in
-            if line.hasPrefix("```") { inCode.toggle(); return "" }
+            if line.hasPrefix("```") {
+                inCode.toggle()
+                return ""
+            }
             return inCode ? "" : line
         }.joined(separator: "\n")
     }
 
     /// GitHub's anchors for a file's headings: lower case, punctuation dropped, spaces to hyphens.
     static func anchors(_ markdown: String) -> Set<String> {
-        Set(proseOnly(markdown).components(separatedBy: "\n").compactMap { line -> String? in
-            guard let heading = line.firstMatch(of: /^#{1,6} (.*)$/) else { return nil }
-            return String(heading.output.1.lowercased().unicodeScalars.filter {
-                CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == " " || $0 == "_"
-            }.map(Character.init)).replacingOccurrences(of: " ", with: "-")
-        })
+        Set(
+            proseOnly(markdown).components(separatedBy: "\n").compactMap { line -> String? in
+                guard let heading = line.firstMatch(of: /^#{1,6} (.*)$/) else { return nil }
+                return String(
+                    heading.output.1.lowercased().unicodeScalars.filter {
+                        CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == " " || $0 == "_"
+                    }.map(Character.init)
+                ).replacingOccurrences(of: " ", with: "-")
+            }
+        )
     }
 }

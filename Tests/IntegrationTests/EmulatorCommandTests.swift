@@ -1,29 +1,51 @@
 import Foundation
 import NotificationHubs
-import Testing
 import TestSupport
+import Testing
 
 /// `hubcast emulator` as a process, driven with raw HTTP from curl.
 @Suite struct EmulatorCommandTests {
     @Test func seed000FlowWithCurl() async throws {
-        let server = try ServerProcess(HubcastBinary.path, ["emulator", "--hub", "breaking", "--devices", "200", "--log-level", "warning"])
+        let server = try ServerProcess(
+            HubcastBinary.path,
+            ["emulator", "--hub", "breaking", "--devices", "200", "--log-level", "warning"]
+        )
         defer { server.stop() }
         let connection = try ConnectionString(parsing: server.firstLine)
         let base = connection.baseURL
-        let token = SASToken(resourceURI: base + "breaking", keyName: connection.keyName, key: try secret(of: server.firstLine),
-                             expiry: Int64(Date().timeIntervalSince1970) + 600).header
+        let token = SASToken(
+            resourceURI: base + "breaking",
+            keyName: connection.keyName,
+            key: try secret(of: server.firstLine),
+            expiry: Int64(Date().timeIntervalSince1970) + 600
+        ).header
 
-        let created = try await curl(["-i", "-X", "POST", "-H", "Authorization: \(token)", base + "breaking/registrationIDs?api-version=2015-01"])
+        let created = try await curl([
+            "-i", "-X", "POST", "-H", "Authorization: \(token)", base + "breaking/registrationIDs?api-version=2015-01",
+        ])
         let location = try #require(created.split(separator: "\r\n").first { $0.lowercased().hasPrefix("location:") })
         let id = try #require(location.split(separator: "/").last?.split(separator: "?").first)
-        let entry = Registration(platform: .apple, handle: "curl-device", tags: ["Technology", "username:carol"], template: .init(
-            body: #"{"aps":{"alert":"$(messageParam)"}}"#, name: "simpleAPNSTemplate", expiry: "0")).atomEntry
-        _ = try await curl(["-f", "-X", "PUT", "-H", "Authorization: \(token)", "-H", "Content-Type: application/atom+xml;type=entry;charset=utf-8",
-                            "--data-binary", entry, base + "breaking/registrations/\(id)?api-version=2015-01"])
-        let sent = try await curl(["-i", "-X", "POST", "-H", "Authorization: \(token)", "-H", "ServiceBusNotification-Format: template",
-                                   "-H", "ServiceBusNotification-Tags: username:carol", "-H", "Content-Type: application/json;charset=utf-8",
-                                   "--data-binary", #"{"messageParam":"Breaking Technology News : Chip"}"#,
-                                   base + "breaking/messages/?api-version=2015-01"])
+        let entry = Registration(
+            platform: .apple,
+            handle: "curl-device",
+            tags: ["Technology", "username:carol"],
+            template: .init(
+                body: #"{"aps":{"alert":"$(messageParam)"}}"#,
+                name: "simpleAPNSTemplate",
+                expiry: "0"
+            )
+        ).atomEntry
+        _ = try await curl([
+            "-f", "-X", "PUT", "-H", "Authorization: \(token)", "-H",
+            "Content-Type: application/atom+xml;type=entry;charset=utf-8",
+            "--data-binary", entry, base + "breaking/registrations/\(id)?api-version=2015-01",
+        ])
+        let sent = try await curl([
+            "-i", "-X", "POST", "-H", "Authorization: \(token)", "-H", "ServiceBusNotification-Format: template",
+            "-H", "ServiceBusNotification-Tags: username:carol", "-H", "Content-Type: application/json;charset=utf-8",
+            "--data-binary", #"{"messageParam":"Breaking Technology News : Chip"}"#,
+            base + "breaking/messages/?api-version=2015-01",
+        ])
         #expect(sent.hasPrefix("HTTP/1.1 201"))
         #expect(sent.contains("/breaking/messages/1?api-version="))
 
@@ -33,8 +55,18 @@ import TestSupport
         #expect(deliveries.contains("registration:\(id)"))
 
         // Unknown hub and a send without a token, as NH answers them.
-        #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", base + "other/messages/?api-version=2015-01"]) == "404")
-        #expect(try await curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", base + "breaking/messages/?api-version=2015-01"]) == "401")
+        #expect(
+            try await curl([
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                base + "other/messages/?api-version=2015-01",
+            ]) == "404"
+        )
+        #expect(
+            try await curl([
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                base + "breaking/messages/?api-version=2015-01",
+            ]) == "401"
+        )
         let stats = try await curl(["-f", base + "_emulator/stats"])
         #expect(stats.contains(#""registrations":201"#))
     }

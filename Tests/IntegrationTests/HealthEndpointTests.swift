@@ -1,20 +1,26 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `--http-port` on the real binary: /healthz, /readyz and /metrics answer, and both probes say
 /// the hub is out of reach, and back, without it deciding either.
 @Suite(.serialized) struct HealthEndpointTests {
     /// One GET: the status code and the body.
     static func get(_ url: String) async throws -> (status: Int, body: String) {
-        let result = try await ChildProcess.run("curl", ["-s", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}", url])
+        let result = try await ChildProcess.run(
+            "curl",
+            ["-s", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}", url]
+        )
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
     }
 
     /// GETs `url` until `accept` says yes (each answer is an event; 120 s is only a guard).
-    static func waitFor(_ url: String, timeout: Duration = .seconds(120),
-                        _ accept: @escaping ((status: Int, body: String)) -> Bool) async throws -> (status: Int, body: String)? {
+    static func waitFor(
+        _ url: String,
+        timeout: Duration = .seconds(120),
+        _ accept: @escaping ((status: Int, body: String)) -> Bool
+    ) async throws -> (status: Int, body: String)? {
         try await poll(every: .milliseconds(100), timeout: timeout) {
             let answer = try await get(url)
             return accept(answer) ? answer : nil
@@ -31,7 +37,10 @@ import TestSupport
         try await h.produce(0..<300)
         let port = freeLoopbackPort()
         let base = "http://127.0.0.1:\(port)"
-        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8", "--request-timeout", "2"], exitWhenIdle: nil)
+        let run = try h.startRun(
+            ["--http-port", String(port), "--concurrency", "8", "--request-timeout", "2"],
+            exitWhenIdle: nil
+        )
         // Up: alive, ready (joining or owning its partitions), and the metrics in Prometheus text.
         let alive = try await Self.waitFor(base + "/healthz") { $0.status == 200 }
         #expect(Self.json(alive?.body ?? "")["healthy"] as? Bool == true, "\(String(describing: alive))")
@@ -57,12 +66,17 @@ import TestSupport
         let saidAnswer = try #require(said, "/readyz never said the hub was unavailable with the hub stopped")
         #expect(saidAnswer.status == 200, "\(saidAnswer.body)")
         let body = Self.json(saidAnswer.body)
-        #expect(body["healthy"] as? Bool == true && (body["reasons"] as? [String])?.isEmpty == true, "\(saidAnswer.body)")
+        #expect(
+            body["healthy"] as? Bool == true && (body["reasons"] as? [String])?.isEmpty == true,
+            "\(saidAnswer.body)"
+        )
         #expect(((body["checks"] as? [String: Any])?["hub"] as? [String: Any])?["decides"] as? Bool == false)
         #expect(aliveDuring.status == 200, "\(aliveDuring.body)")
 
         // The hub answers again: no longer said, and every item gets through.
-        let clear = try await Self.waitFor(base + "/readyz") { (Self.json($0.body)["notes"] as? [String])?.isEmpty == true }
+        let clear = try await Self.waitFor(base + "/readyz") {
+            (Self.json($0.body)["notes"] as? [String])?.isEmpty == true
+        }
         #expect(clear != nil, "/readyz still says the hub is unavailable after it came back")
         try await h.waitForEveryItem(0..<2000)
         run.process.terminate()
@@ -88,7 +102,10 @@ import TestSupport
         #expect(said?.status == 200, "\(String(describing: said))")
         #expect(try await Self.get(base + "/readyz").status == 200)
         try await h.clearFaults()
-        #expect(try await Self.waitFor(base + "/healthz") { (Self.json($0.body)["notes"] as? [String])?.isEmpty == true } != nil)
+        #expect(
+            try await Self.waitFor(base + "/healthz") { (Self.json($0.body)["notes"] as? [String])?.isEmpty == true }
+                != nil
+        )
         try await h.waitForEveryItem(0..<1000)
         run.process.terminate()
         let result = await run.finish()
@@ -97,14 +114,20 @@ import TestSupport
 
     @Test func theEmulatorServesTheProbesToo() async throws {
         let port = freeLoopbackPort()
-        let emulator = try ServerProcess(HubcastBinary.path, ["emulator", "--http-port", String(port), "--log-level", "warning"])
+        let emulator = try ServerProcess(
+            HubcastBinary.path,
+            ["emulator", "--http-port", String(port), "--log-level", "warning"]
+        )
         defer { emulator.stop() }
         let alive = try await Self.waitFor("http://127.0.0.1:\(port)/healthz") { $0.status == 200 }
         #expect(alive != nil)
         #expect(try await Self.get("http://127.0.0.1:\(port)/readyz").status == 200)
         // A send without a token is refused, and /metrics counts it by status.
         let hub = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
-        _ = try await ChildProcess.run("curl", ["-s", "-X", "POST", "--data", "{}", "http://127.0.0.1:\(hub)/hubcast/messages/?api-version=2020-06"])
+        _ = try await ChildProcess.run(
+            "curl",
+            ["-s", "-X", "POST", "--data", "{}", "http://127.0.0.1:\(hub)/hubcast/messages/?api-version=2020-06"]
+        )
         let metrics = try await Self.get("http://127.0.0.1:\(port)/metrics")
         #expect(metrics.status == 200)
         #expect(metrics.body.contains(#"hubcast_emulator_sends{status="401"} 1"#), "\(metrics.body)")
@@ -112,12 +135,25 @@ import TestSupport
 
     @Test func theDeprecatedPrometheusPortStillWorksAndDisagreeingPortsAreRefused() async throws {
         let hub = SendCommandTests.environment(port: 1)
-        let clash = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "60",
-                                                 "--http-port", "9100", "--prometheus-port", "9200"], environment: hub)
+        let clash = try await HubcastBinary.run(
+            [
+                "run", "--brokers", "127.0.0.1:1", "--connect-timeout", "60",
+                "--http-port", "9100", "--prometheus-port", "9200",
+            ],
+            environment: hub
+        )
         #expect(clash.status == 2)
-        #expect(clash.stderr.contains("--prometheus-port (deprecated) and --http-port disagree (9200 and 9100)"), "\(clash.stderr)")
-        let legacy = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "1",
-                                                  "--prometheus-port", "9200"], environment: hub)
+        #expect(
+            clash.stderr.contains("--prometheus-port (deprecated) and --http-port disagree (9200 and 9100)"),
+            "\(clash.stderr)"
+        )
+        let legacy = try await HubcastBinary.run(
+            [
+                "run", "--brokers", "127.0.0.1:1", "--connect-timeout", "1",
+                "--prometheus-port", "9200",
+            ],
+            environment: hub
+        )
         #expect(legacy.stderr.contains("--prometheus-port and --prometheus-host are deprecated"), "\(legacy.stderr)")
     }
 }

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,7 +47,10 @@ import Glibc
         let a = try g.startRun("A", group: group, extra: assignor.arguments)
         try await g.waitForDeliveries(300, or: [a])
         let b = try g.startRun("B", group: group, extra: assignor.arguments)
-        let bAssigned = try #require(await b.firstAssignment(timeout: .seconds(60)), "B was never given partitions\n\(a.stderrTail)\n\(b.stderrTail)")
+        let bAssigned = try #require(
+            await b.firstAssignment(timeout: .seconds(60)),
+            "B was never given partitions\n\(a.stderrTail)\n\(b.stderrTail)"
+        )
 
         let ra = try await a.finish(timeout: .seconds(120)), rb = try await b.finish(timeout: .seconds(120))
         #expect(ra.status == 0, "A: \(ra.stderr.suffix(3000))")
@@ -63,22 +67,31 @@ import Glibc
         // Scaling out: A goes on with the partitions it keeps (it does not sit on them until its idle
         // timeout hands them to B). Eager: A sends after it is assigned its share again; cooperative:
         // A keeps its share throughout and sends after B started.
-        let aResumed = a.events().first { $0.assigned && !$0.partitions.isEmpty && $0.at > b.startedAt }?.at ?? b.startedAt
+        let aResumed =
+            a.events().first { $0.assigned && !$0.partitions.isEmpty && $0.at > b.startedAt }?.at ?? b.startedAt
         let sentABefore = a.sent(before: aResumed)
-        #expect(sentA > sentABefore, "A sent nothing after the join (\(sentABefore) before, \(sentA) at exit)\n\(a.stderrTail)")
-        #expect(duplicates <= 2 * Self.concurrency, "\(duplicates) items sent twice; at most the sends in flight of the members losing partitions (\(2 * Self.concurrency))")
+        #expect(
+            sentA > sentABefore,
+            "A sent nothing after the join (\(sentABefore) before, \(sentA) at exit)\n\(a.stderrTail)"
+        )
+        #expect(
+            duplicates <= 2 * Self.concurrency,
+            "\(duplicates) items sent twice; at most the sends in flight of the members losing partitions (\(2 * Self.concurrency))"
+        )
         let deadLetters = try g.deadLetters()
         #expect(deadLetters.isEmpty, "\(deadLetters.count) dead letters: \(deadLetters.prefix(3))")
 
         let gaps = RebalanceGaps.joinGaps(a: a, b: b, bStarted: b.startedAt, bAssigned: bAssigned.at)
         #expect(!gaps.isEmpty, "no partition changed hands when B joined\n\(a.stderrTail)\n\(b.stderrTail)")
-        print("""
+        print(
+            """
             MultiInstanceTests[\(assignor.rawValue)]: items \(Self.items), deliveries \(d.count), duplicates \(duplicates), \
             sent by A \(sentA), by B \(sentB), dead letters 0, \
             partitions unowned while B joined: \(RebalanceGaps.describe(gaps)), \
             B's first assignment \(RebalanceGaps.format(bAssigned.at - b.startedAt)) s after it started, \
             time \(RebalanceGaps.format(ContinuousClock.now - started)) s
-            """)
+            """
+        )
     }
 
     @Test func aRunSIGKILLedAfterTheSecondJoinedLosesNothing() async throws {
@@ -92,11 +105,15 @@ import Glibc
         // B idles out only 12 s after its last record or assignment: longer than A's session
         // timeout (6 s) plus a join round, so it is still there when A's partitions come to it.
         let b = try g.startRun("B", group: group, idle: 12)
-        _ = try #require(await b.firstAssignment(timeout: .seconds(60)), "B was never given partitions\n\(a.stderrTail)\n\(b.stderrTail)")
+        _ = try #require(
+            await b.firstAssignment(timeout: .seconds(60)),
+            "B was never given partitions\n\(a.stderrTail)\n\(b.stderrTail)"
+        )
         // Both are sending: A has sends in flight and work finished since its last commit.
         let atAssignment = try await g.acceptedSends()
         try await g.waitForDeliveries(atAssignment + 300, or: [a, b])
-        let aOwned = try #require(a.events().last(where: { $0.assigned && !$0.partitions.isEmpty }), "A owned nothing").partitions
+        let aOwned = try #require(a.events().last(where: { $0.assigned && !$0.partitions.isEmpty }), "A owned nothing")
+            .partitions
         let killedAt = ContinuousClock.now
         kill(a.process.processIdentifier, SIGKILL)
         let atKill = try await g.acceptedSends()
@@ -125,14 +142,19 @@ import Glibc
         let taken = b.events().filter { $0.assigned && $0.at > killedAt }
         var gaps: [String: Duration] = [:]
         for p in aOwned { if let e = taken.first(where: { $0.partitions.contains(p) }) { gaps[p] = e.at - killedAt } }
-        #expect(gaps.count == aOwned.count, "B never took \(Set(aOwned).subtracting(gaps.keys).sorted())\n\(b.stderrTail)")
+        #expect(
+            gaps.count == aOwned.count,
+            "B never took \(Set(aOwned).subtracting(gaps.keys).sorted())\n\(b.stderrTail)"
+        )
         let sentB = try Self.finalSent(rb.stdout)
-        print("""
+        print(
+            """
             MultiInstanceTests[SIGKILL, range (eager)]: items \(Self.items), deliveries \(d.count), duplicates \(duplicates) (bound \(bound)), \
             delivered when A was killed \(atKill), sent by B \(sentB), dead letters 0, \
             A's \(aOwned.count) partitions unowned after the SIGKILL: \(RebalanceGaps.describe(gaps)), \
             time \(RebalanceGaps.format(ContinuousClock.now - started)) s
-            """)
+            """
+        )
     }
 
     /// A member whose partitions are paused by backpressure (its buffer full for a second) when an
@@ -147,15 +169,30 @@ import Glibc
         defer { g.stopAll() }
         let group = "multi-pause-\(UUID().uuidString.prefix(8))"
         let a = try g.startRun("A", group: group, idle: 30, batchSize: nil, extra: ["--log-level", "debug"])
-        let pausedLine = { @Sendable (line: String) in line.contains("Pause state changed") && line.contains("paused=[news.") }
-        let paused = try #require(await a.stderr.first(timeout: .seconds(60)) { pausedLine($0.text) }, "A's partitions were never paused by backpressure\n\(a.stderrTail)")
+        let pausedLine = { @Sendable (line: String) in
+            line.contains("Pause state changed") && line.contains("paused=[news.")
+        }
+        let paused = try #require(
+            await a.stderr.first(timeout: .seconds(60)) { pausedLine($0.text) },
+            "A's partitions were never paused by backpressure\n\(a.stderrTail)"
+        )
         let b = try g.startRun("B", group: group, idle: 30, batchSize: nil)
-        _ = try #require(await b.firstAssignment(timeout: .seconds(60)), "B was never given partitions\n\(b.stderrTail)")
-        let revoked = try #require(a.events().first { !$0.assigned && !$0.partitions.isEmpty }, "A lost no partitions when B joined")
-        let back = try #require(await a.assignment(after: revoked.at, timeout: .seconds(30)), "A got nothing back\n\(a.stderrTail)")
+        _ = try #require(
+            await b.firstAssignment(timeout: .seconds(60)),
+            "B was never given partitions\n\(b.stderrTail)"
+        )
+        let revoked = try #require(
+            a.events().first { !$0.assigned && !$0.partitions.isEmpty },
+            "A lost no partitions when B joined"
+        )
+        let back = try #require(
+            await a.assignment(after: revoked.at, timeout: .seconds(30)),
+            "A got nothing back\n\(a.stderrTail)"
+        )
         // The premise: A was still paused when its partitions were revoked.
         let resumedBefore = a.stderr.lines.contains {
-            $0.at >= paused.at && $0.at <= revoked.at && $0.text.contains("Pause state changed") && $0.text.contains("resumed=[news.")
+            $0.at >= paused.at && $0.at <= revoked.at && $0.text.contains("Pause state changed")
+                && $0.text.contains("resumed=[news.")
         }
         try #require(!resumedBefore, "A resumed before the revoke: the test proves nothing\n\(a.stderrTail)")
         // Its in-flight sends were drained in the revoke, seconds before the re-assignment.
@@ -163,11 +200,17 @@ import Glibc
         // Sends of the records behind those partitions show in a metrics line within a second or
         // two; five seconds of metrics lines without one mean A sits on its partitions.
         let progressed = await a.stdout.first(timeout: .seconds(5)) { line in
-            ((try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any])?["sent"] as? Int ?? 0) > sentAtReassignment
+            ((try? JSONSerialization.jsonObject(with: Data(line.text.utf8)) as? [String: Any])?["sent"] as? Int ?? 0)
+                > sentAtReassignment
         }
         let sentLater = a.sent(before: .now)
-        #expect(progressed != nil, "A sent \(sentAtReassignment) by its re-assignment of \(back.partitions.count) partitions and no more in the 5 s after")
-        print("MultiInstanceTests[backpressure pause across an eager rebalance]: A sent \(sentAtReassignment) by its re-assignment of \(back.partitions.count) partitions, \(sentLater) when the test looked last")
+        #expect(
+            progressed != nil,
+            "A sent \(sentAtReassignment) by its re-assignment of \(back.partitions.count) partitions and no more in the 5 s after"
+        )
+        print(
+            "MultiInstanceTests[backpressure pause across an eager rebalance]: A sent \(sentAtReassignment) by its re-assignment of \(back.partitions.count) partitions, \(sentLater) when the test looked last"
+        )
     }
 
     static func finalSent(_ stdout: String) throws -> Int {
@@ -198,27 +241,44 @@ final class MultiInstanceHarness: Sendable {
         let broker = try TansuBroker()
         let emulator: ServerProcess
         do {
-            emulator = try ServerProcess(HubcastBinary.path, ["emulator", "--hub", hub, "--devices", "100", "--sample-payloads", "1", "--log-level", "warning"])
+            emulator = try ServerProcess(
+                HubcastBinary.path,
+                ["emulator", "--hub", hub, "--devices", "100", "--sample-payloads", "1", "--log-level", "warning"]
+            )
         } catch {
             broker.stop()
             throw error
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-multi-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hubcast-multi-\(UUID().uuidString)"
+        )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let g = MultiInstanceHarness(broker: broker, emulator: emulator, directory: directory)
         do {
             try await broker.createNewsTopics(partitions: 2)
             let categories = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
-            let lines = (0..<MultiInstanceTests.items).map { n in
-                #"{"id":"item-\#(n)","headline":"Headline \#(n)","category":"\#(categories[n % 6])"}"#
-            }.joined(separator: "\n") + "\n"
+            let lines =
+                (0..<MultiInstanceTests.items).map { n in
+                    #"{"id":"item-\#(n)","headline":"Headline \#(n)","category":"\#(categories[n % 6])"}"#
+                }.joined(separator: "\n") + "\n"
             // Produced by the binary: this test process links Debian's librdkafka, which Tansu refuses.
-            let produced = try await HubcastBinary.run(["produce", "--brokers", broker.bootstrap], stdin: lines,
-                                                       environment: TansuBroker.environment, timeout: .seconds(60))
-            guard produced.status == 0, produced.stdout.contains("sent \(MultiInstanceTests.items), rejected 0, failed 0") else {
-                throw Failure("hubcast produce to Tansu exited \(produced.status): \(produced.stdout) \(produced.stderr.suffix(2000))")
+            let produced = try await HubcastBinary.run(
+                ["produce", "--brokers", broker.bootstrap],
+                stdin: lines,
+                environment: TansuBroker.environment,
+                timeout: .seconds(60)
+            )
+            guard produced.status == 0,
+                produced.stdout.contains("sent \(MultiInstanceTests.items), rejected 0, failed 0")
+            else {
+                throw Failure(
+                    "hubcast produce to Tansu exited \(produced.status): \(produced.stdout) \(produced.stderr.suffix(2000))"
+                )
             }
-            let faults = try await ChildProcess.run("curl", ["-sf", "-X", "POST", "--data", #"{"latencyMs":\#(latencyMs)}"#, g.emulatorURL + "_emulator/faults"])
+            let faults = try await ChildProcess.run(
+                "curl",
+                ["-sf", "-X", "POST", "--data", #"{"latencyMs":\#(latencyMs)}"#, g.emulatorURL + "_emulator/faults"]
+            )
             guard faults.status == 0 else { throw Failure("the emulator refused the latency fault: \(faults.stderr)") }
         } catch {
             g.stopAll()
@@ -235,15 +295,25 @@ final class MultiInstanceHarness: Sendable {
     /// Starts `hubcast run` in `group` against Tansu, with the newer librdkafka.
     /// `batchSize` nil keeps hubcast's default (500, a consumer buffer of 2000), so backpressure pauses
     /// partitions as it would in production.
-    func startRun(_ name: String, group: String, idle: Int = 5, batchSize: Int? = nil, extra: [String] = []) throws -> MultiInstanceRun {
+    func startRun(
+        _ name: String,
+        group: String,
+        idle: Int = 5,
+        batchSize: Int? = nil,
+        extra: [String] = []
+    ) throws -> MultiInstanceRun {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
-        process.arguments = ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--group", group,
-                             "--dlq", "file:" + directory.appendingPathComponent("\(name).dlq.jsonl").path,
-                             "--concurrency", String(MultiInstanceTests.concurrency),
-                             "--commit-interval-ms", String(MultiInstanceTests.commitIntervalMs),
-                             "--metrics-interval", "1", "--exit-when-idle", String(idle), "--retry-base-ms", "10", "--retry-max-ms", "200",
-                             "--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=1000"]
+        process.arguments =
+            [
+                "run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--group", group,
+                "--dlq", "file:" + directory.appendingPathComponent("\(name).dlq.jsonl").path,
+                "--concurrency", String(MultiInstanceTests.concurrency),
+                "--commit-interval-ms", String(MultiInstanceTests.commitIntervalMs),
+                "--metrics-interval", "1", "--exit-when-idle", String(idle), "--retry-base-ms", "10", "--retry-max-ms",
+                "200",
+                "--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=1000",
+            ]
             + (batchSize.map { ["--batch-size", String($0)] } ?? []) + extra
         process.environment = ProcessInfo.processInfo.environment
             .merging(["HUBCAST_CONNECTION_STRING": emulator.firstLine]) { $1 }
@@ -252,7 +322,12 @@ final class MultiInstanceHarness: Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        let member = MultiInstanceRun(name: name, process: process, stdout: LineWatcher(out.fileHandleForReading), stderr: LineWatcher(err.fileHandleForReading))
+        let member = MultiInstanceRun(
+            name: name,
+            process: process,
+            stdout: LineWatcher(out.fileHandleForReading),
+            stderr: LineWatcher(err.fileHandleForReading)
+        )
         try process.run()
         members.withLock { $0.append(member) }
         return member
@@ -281,11 +356,17 @@ final class MultiInstanceHarness: Sendable {
         let reached = try await poll(every: .milliseconds(50), timeout: .seconds(60)) { () async throws -> Bool? in
             if try await acceptedSends() >= count { return true }
             if let ended = runs.first(where: { !$0.process.isRunning }) {
-                throw Failure("\(ended.name) exited (\(ended.process.terminationStatus)) before the hub took \(count) sends\n\(ended.stderrTail)")
+                throw Failure(
+                    "\(ended.name) exited (\(ended.process.terminationStatus)) before the hub took \(count) sends\n\(ended.stderrTail)"
+                )
             }
             return nil
         }
-        guard reached != nil else { throw Failure("the hub took fewer than \(count) sends in a minute\n" + runs.map(\.stderrTail).joined(separator: "\n")) }
+        guard reached != nil else {
+            throw Failure(
+                "the hub took fewer than \(count) sends in a minute\n" + runs.map(\.stderrTail).joined(separator: "\n")
+            )
+        }
     }
 
     /// Every send the emulator recorded, by the headline of its first payload.
@@ -302,7 +383,9 @@ final class MultiInstanceHarness: Sendable {
     /// Dead-letter records written by any run.
     func deadLetters() throws -> [String] {
         let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
-        return files.flatMap { ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init) }
+        return files.flatMap {
+            ((try? String(contentsOf: $0, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
     }
 
     struct Failure: Error, CustomStringConvertible {
@@ -335,7 +418,11 @@ struct MultiInstanceRun: Sendable {
         let assigned = line.text.contains("Partitions assigned")
         guard assigned || line.text.contains("Partitions revoked") else { return nil }
         let partition = try! Regex(#"news\.[a-z]+\[\d+\]"#)
-        return Event(at: line.at, assigned: assigned, partitions: line.text.matches(of: partition).map { String(line.text[$0.range]) })
+        return Event(
+            at: line.at,
+            assigned: assigned,
+            partitions: line.text.matches(of: partition).map { String(line.text[$0.range]) }
+        )
     }
 
     /// Waits for its first assignment of at least one partition.
@@ -380,7 +467,12 @@ enum RebalanceGaps {
     /// assignment: the time from that revoke to the next assignment of it to either member.
     /// Partitions never revoked (cooperative-sticky keeps those that stay) are not listed: they
     /// were never unowned.
-    static func joinGaps(a: MultiInstanceRun, b: MultiInstanceRun, bStarted: ContinuousClock.Instant, bAssigned: ContinuousClock.Instant) -> [String: Duration] {
+    static func joinGaps(
+        a: MultiInstanceRun,
+        b: MultiInstanceRun,
+        bStarted: ContinuousClock.Instant,
+        bAssigned: ContinuousClock.Instant
+    ) -> [String: Duration] {
         let events = (a.events() + b.events()).sorted { $0.at < $1.at }
         var gaps: [String: Duration] = [:]
         for revoke in events where !revoke.assigned && revoke.at > bStarted && revoke.at <= bAssigned {
@@ -397,7 +489,8 @@ enum RebalanceGaps {
         guard !gaps.isEmpty else { return "none" }
         let values = gaps.values.map(seconds)
         let mean = values.reduce(0, +) / Double(values.count)
-        return "\(gaps.count) partitions, max \(String(format: "%.2f", values.max() ?? 0)) s, mean \(String(format: "%.2f", mean)) s"
+        return
+            "\(gaps.count) partitions, max \(String(format: "%.2f", values.max() ?? 0)) s, mean \(String(format: "%.2f", mean)) s"
     }
 
     static func format(_ d: Duration) -> String { String(format: "%.1f", seconds(d)) }

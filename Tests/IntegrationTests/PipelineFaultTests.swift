@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The real binary when the hub misbehaves or the input is hostile: stops stay bounded, the hub's
 /// failures are not the items', and nothing in an item crashes the process.
@@ -36,7 +36,10 @@ import TestSupport
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<300)
-        let run = try h.startRun(["--concurrency", "8", "--drain-timeout", "3600", "--request-timeout", "120"], exitWhenIdle: nil)
+        let run = try h.startRun(
+            ["--concurrency", "8", "--drain-timeout", "3600", "--request-timeout", "120"],
+            exitWhenIdle: nil
+        )
         try await h.waitForDeliveries(100)
         // The hub hangs: sends in flight never end by themselves. Items published after it make
         // sure some are in flight when the signal comes: the second metrics line after them was

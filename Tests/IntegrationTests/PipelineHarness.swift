@@ -2,8 +2,8 @@ import Foundation
 import HubEmulator
 import Kafka
 import News
-import Testing
 import TestSupport
+import Testing
 
 /// A dev broker and an emulator as processes, plus helpers to feed and inspect a `hubcast run`.
 final class PipelineHarness: Sendable {
@@ -15,8 +15,13 @@ final class PipelineHarness: Sendable {
 
     init(devices: Int = 1000, partitions: Int = 3, emulatorArguments: [String] = []) throws {
         broker = try DevBrokerProcess(partitions: partitions)
-        emulator = try ServerProcess(HubcastBinary.path, ["emulator", "--hub", Self.hub, "--devices", String(devices), "--sample-payloads", "1",
-                                                          "--log-level", "warning"] + emulatorArguments)
+        emulator = try ServerProcess(
+            HubcastBinary.path,
+            [
+                "emulator", "--hub", Self.hub, "--devices", String(devices), "--sample-payloads", "1",
+                "--log-level", "warning",
+            ] + emulatorArguments
+        )
         self.devices = devices
         dlq = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-dlq-\(UUID().uuidString).jsonl")
     }
@@ -36,18 +41,32 @@ final class PipelineHarness: Sendable {
     }
 
     /// Publishes items `n` in `range`: item n has id "item-n", category seedNames[n % 6], headline "Headline n".
-    func produce(_ range: Range<Int>, extra: [(topic: String, value: String)] = [], timestampMs: Int64? = nil) async throws {
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: broker.bootstrap)),
-                                         logger: KafkaTestKit.logger)
+    func produce(
+        _ range: Range<Int>,
+        extra: [(topic: String, value: String)] = [],
+        timestampMs: Int64? = nil
+    ) async throws {
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: broker.bootstrap)),
+            logger: KafkaTestKit.logger
+        )
         let categories = try Categories()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for n in range {
                 let category = Categories.seedNames[n % 6]
                 let item = NewsItem(id: "item-\(n)", headline: "Headline \(n)", category: category)
-                group.addTask { _ = try await producer.send(topic: categories.topic(for: category)!, key: Array(item.id.utf8), value: item.json) }
+                group.addTask {
+                    _ = try await producer.send(
+                        topic: categories.topic(for: category)!,
+                        key: Array(item.id.utf8),
+                        value: item.json
+                    )
+                }
             }
             for (topic, value) in extra {
-                group.addTask { _ = try await producer.send(topic: topic, value: Array(value.utf8), timestampMs: timestampMs) }
+                group.addTask {
+                    _ = try await producer.send(topic: topic, value: Array(value.utf8), timestampMs: timestampMs)
+                }
             }
             try await group.waitForAll()
         }
@@ -57,14 +76,21 @@ final class PipelineHarness: Sendable {
     /// `exitWhenIdle` nil: the run goes on until signalled (a test that produces more after a fault
     /// must not race the run's idle exit).
     func runArguments(_ extra: [String] = [], dlq sink: String? = nil, exitWhenIdle: Int? = 3) -> [String] {
-        ["run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--dlq", sink ?? "file:" + dlq.path, "--metrics-interval", "1",
-         "--retry-base-ms", "10", "--retry-max-ms", "200"] + (exitWhenIdle.map { ["--exit-when-idle", String($0)] } ?? []) + extra
+        [
+            "run", "--brokers", broker.bootstrap, "--hub", Self.hub, "--dlq", sink ?? "file:" + dlq.path,
+            "--metrics-interval", "1",
+            "--retry-base-ms", "10", "--retry-max-ms", "200",
+        ] + (exitWhenIdle.map { ["--exit-when-idle", String($0)] } ?? []) + extra
     }
 
     var environment: [String: String] { ["HUBCAST_CONNECTION_STRING": emulator.firstLine] }
 
     /// Runs `hubcast run` until idle.
-    func run(_ extra: [String] = [], dlq sink: String? = nil, timeout: Duration = .seconds(240)) async throws -> HubcastBinary.Result {
+    func run(
+        _ extra: [String] = [],
+        dlq sink: String? = nil,
+        timeout: Duration = .seconds(240)
+    ) async throws -> HubcastBinary.Result {
         try await HubcastBinary.run(runArguments(extra, dlq: sink), environment: environment, timeout: timeout)
     }
 
@@ -74,7 +100,10 @@ final class PipelineHarness: Sendable {
     }
 
     func replayArguments(_ arguments: [String]) -> [String] {
-        ["replay", "--brokers", broker.bootstrap, "--hub", Self.hub, "--retry-base-ms", "10", "--metrics-interval", "1"] + arguments
+        [
+            "replay", "--brokers", broker.bootstrap, "--hub", Self.hub, "--retry-base-ms", "10", "--metrics-interval",
+            "1",
+        ] + arguments
     }
 
     /// Sends the emulator accepted so far.
@@ -126,12 +155,18 @@ final class PipelineHarness: Sendable {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        return Background(process: process, stdout: LineWatcher(out.fileHandleForReading), stderr: LineWatcher(err.fileHandleForReading))
+        return Background(
+            process: process,
+            stdout: LineWatcher(out.fileHandleForReading),
+            stderr: LineWatcher(err.fileHandleForReading)
+        )
     }
 
     /// Waits until the emulator has recorded at least `count` deliveries (or a minute passed).
     func waitForDeliveries(_ count: Int) async throws {
-        _ = try await poll(every: .milliseconds(50), timeout: .seconds(120)) { try await deliveries().count >= count ? true : nil }
+        _ = try await poll(every: .milliseconds(50), timeout: .seconds(120)) {
+            try await deliveries().count >= count ? true : nil
+        }
     }
 
     /// Waits until the emulator has recorded every item of `range` at least once (or two minutes
@@ -150,12 +185,18 @@ final class PipelineHarness: Sendable {
         return (json?["deliveries"] as? [[String: Any]] ?? []).map { record in
             let payload = (record["payloads"] as? [String])?.first ?? ""
             let headline = payload.components(separatedBy: " News : ").last?.components(separatedBy: "\"").first ?? ""
-            return (headline, record["tagExpression"] as? String ?? "", record["matched"] as? Int ?? -1, record["at"] as? Double ?? 0)
+            return (
+                headline, record["tagExpression"] as? String ?? "", record["matched"] as? Int ?? -1,
+                record["at"] as? Double ?? 0
+            )
         }
     }
 
     func faults(_ json: String) async throws {
-        let result = try await ChildProcess.run("curl", ["-sf", "-X", "POST", "--data", json, emulatorURL + "_emulator/faults"])
+        let result = try await ChildProcess.run(
+            "curl",
+            ["-sf", "-X", "POST", "--data", json, emulatorURL + "_emulator/faults"]
+        )
         #expect(result.status == 0)
     }
 
@@ -166,21 +207,33 @@ final class PipelineHarness: Sendable {
     /// Dead-letter records in the --dlq file.
     func deadLetters() throws -> [[String: Any]] {
         guard let text = try? String(contentsOf: dlq, encoding: .utf8) else { return [] }
-        return try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+        return try text.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
+        }
     }
 
     /// The group's committed offsets summed over the category topics.
     func committedTotal(group: String = "hubcast") async throws -> Int64 {
         let categories = try Categories()
-        let partitions = categories.topics.flatMap { topic in (0..<3).map { TopicPartition(topic: topic, partition: Int32($0)) } }
-        let consumer = try KafkaConsumer(configuration: KafkaTestKit.consumerConfiguration(broker.bootstrap, group: group, topics: categories.topics),
-                                         logger: KafkaTestKit.logger)
+        let partitions = categories.topics.flatMap { topic in
+            (0..<3).map { TopicPartition(topic: topic, partition: Int32($0)) }
+        }
+        let consumer = try KafkaConsumer(
+            configuration: KafkaTestKit.consumerConfiguration(
+                broker.bootstrap,
+                group: group,
+                topics: categories.topics
+            ),
+            logger: KafkaTestKit.logger
+        )
         return try await consumer.committed(partitions).values.reduce(0, +)
     }
 
     /// The parsed metrics lines of a run's stdout.
     static func metricsLines(_ stdout: String) throws -> [[String: Any]] {
-        try stdout.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
+        try stdout.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
+        }
     }
 
     /// Checks every stdout line against schemas/metrics.schema.json (or `schema`) with the Python validator.
@@ -193,10 +246,16 @@ final class PipelineHarness: Sendable {
             try String(line).write(to: file, atomically: true, encoding: .utf8)
             return file.path
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
-        let result = try await ChildProcess.run(python, [root.appendingPathComponent("schemas/validate.py").path,
-                                                         root.appendingPathComponent("schemas/\(schema)").path] + files)
+        let result = try await ChildProcess.run(
+            python,
+            [
+                root.appendingPathComponent("schemas/validate.py").path,
+                root.appendingPathComponent("schemas/\(schema)").path,
+            ] + files
+        )
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stdout.contains("invalid "), "\(result.stdout)")
         #expect(result.stdout.split(separator: "\n").count == files.count)

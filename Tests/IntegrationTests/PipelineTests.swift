@@ -2,8 +2,8 @@ import Foundation
 import Kafka
 import News
 import NotificationHubs
-import Testing
 import TestSupport
+import Testing
 
 /// `hubcast run` (the real binary) against `hubcast dev-broker` and `hubcast emulator`.
 @Suite(.serialized) struct PipelineTests {
@@ -27,9 +27,15 @@ import TestSupport
         }
         #expect(handled != nil, "the run never reported 5,000 sent")
         // While it runs, the same metrics are served for Prometheus.
-        let scrape = try await ChildProcess.run("curl", ["-sS", "--fail", "--max-time", "30", "http://127.0.0.1:\(prometheusPort)/metrics"])
+        let scrape = try await ChildProcess.run(
+            "curl",
+            ["-sS", "--fail", "--max-time", "30", "http://127.0.0.1:\(prometheusPort)/metrics"]
+        )
         #expect(scrape.stdout.contains("# TYPE hubcast_sent counter"), "curl: \(scrape.stderr)")
-        #expect(scrape.stdout.contains("# TYPE hubcast_send_latency_seconds histogram"), "\(scrape.stdout.prefix(2000))")
+        #expect(
+            scrape.stdout.contains("# TYPE hubcast_send_latency_seconds histogram"),
+            "\(scrape.stdout.prefix(2000))"
+        )
         background.process.terminate()
         let run = await background.finish()
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
@@ -42,13 +48,20 @@ import TestSupport
         for d in deliveries {
             let n = Int(d.headline.dropFirst("Headline ".count)) ?? -1
             #expect(d.tags == Categories.seedNames[n % 6])
-            #expect(d.matched == followers[d.tags], "\(d.tags): \(d.matched) != \(String(describing: followers[d.tags]))")
+            #expect(
+                d.matched == followers[d.tags],
+                "\(d.tags): \(d.matched) != \(String(describing: followers[d.tags]))"
+            )
         }
         // Bad input went to the dead-letter file as invalid; the expired item was only counted.
         let dead = try h.deadLetters()
         #expect(dead.count == 4)
         #expect(dead.allSatisfy { $0["reason"] as? String == "invalid" })
-        #expect(Set(dead.compactMap { ($0["source"] as? [String: Any])?["topic"] as? String }) == ["news.world", "news.sports", "news.science", "news.politics"])
+        #expect(
+            Set(dead.compactMap { ($0["source"] as? [String: Any])?["topic"] as? String }) == [
+                "news.world", "news.sports", "news.science", "news.politics",
+            ]
+        )
         let mode = try FileManager.default.attributesOfItem(atPath: h.dlq.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
 
@@ -90,7 +103,15 @@ import TestSupport
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"status":500,"tag":"poison-tag"}"#)
         let expires = CivilDate.rfc3339(epochSeconds: Date().timeIntervalSince1970 + 20)
-        try await h.produce(0..<60, extra: [("news.world", #"{"id":"poison","headline":"Poison","tagExpression":"poison-tag","expiresAt":"\#(expires)"}"#)])
+        try await h.produce(
+            0..<60,
+            extra: [
+                (
+                    "news.world",
+                    #"{"id":"poison","headline":"Poison","tagExpression":"poison-tag","expiresAt":"\#(expires)"}"#
+                )
+            ]
+        )
         let run = try await h.run(["--max-attempts", "3"])
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
         let dead = try h.deadLetters()
@@ -142,11 +163,15 @@ import TestSupport
     @Test func aCopyInAnotherPartitionWaitsForTheSendInFlight() async throws {
         let h = try PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":300}"#)
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: h.broker.bootstrap)),
-                                         logger: KafkaTestKit.logger)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: h.broker.bootstrap)),
+            logger: KafkaTestKit.logger
+        )
         for n in 0..<10 {
             let item = NewsItem(id: "item-\(n)", headline: "Headline \(n)", category: "World")
-            for partition: Int32 in [0, 1] { _ = try await producer.send(topic: "news.world", partition: partition, value: item.json) }
+            for partition: Int32 in [0, 1] {
+                _ = try await producer.send(topic: "news.world", partition: partition, value: item.json)
+            }
         }
         try await producer.close()
         let run = try await h.run(["--concurrency", "32"])
@@ -205,9 +230,13 @@ import TestSupport
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<600)
         // A short request timeout makes the stopped hub show up as timeouts quickly.
-        let run = try h.startRun(["--concurrency", "8", "--request-timeout", "1", "--max-attempts", "2", "--batch-size", "50",
-                                  "--kafka-property", "max.poll.interval.ms=10000", "--kafka-property", "session.timeout.ms=6000"],
-                                 exitWhenIdle: nil)
+        let run = try h.startRun(
+            [
+                "--concurrency", "8", "--request-timeout", "1", "--max-attempts", "2", "--batch-size", "50",
+                "--kafka-property", "max.poll.interval.ms=10000", "--kafka-property", "session.timeout.ms=6000",
+            ],
+            exitWhenIdle: nil
+        )
         async let finished = run.finish()
         try await h.waitForDeliveries(300)
         // The rest is published during the outage: it lands mid-run however fast the first part went.
@@ -238,21 +267,30 @@ import TestSupport
 @Suite struct RunStartUpTests {
     @Test func unreachableBrokerHubOrBadKeyFailFastWithTheirCodes() async throws {
         let h = try PipelineHarness(devices: 1)
-        let noBroker = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "1", "--hub", "hubcast"],
-                                                   environment: h.environment)
+        let noBroker = try await HubcastBinary.run(
+            ["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "1", "--hub", "hubcast"],
+            environment: h.environment
+        )
         #expect(noBroker.status == 3)
         #expect(noBroker.stderr.contains("could not reach Kafka at 127.0.0.1:1"))
 
         let wrongKey = h.emulator.firstLine.replacingOccurrences(of: "SharedAccessKey=", with: "SharedAccessKey=x")
-        let refused = try await HubcastBinary.run(["run", "--brokers", h.broker.bootstrap, "--hub", "hubcast"],
-                                                  environment: ["HUBCAST_CONNECTION_STRING": wrongKey])
+        let refused = try await HubcastBinary.run(
+            ["run", "--brokers", h.broker.bootstrap, "--hub", "hubcast"],
+            environment: ["HUBCAST_CONNECTION_STRING": wrongKey]
+        )
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("the hub refused the credentials (HTTP 401)"))
         #expect(!refused.stderr.contains(wrongKey.components(separatedBy: "SharedAccessKey=").last ?? "-"))
 
         let port = freeLoopbackPort()
-        let noHub = try await HubcastBinary.run(["run", "--brokers", h.broker.bootstrap, "--hub", "hubcast", "--max-attempts", "1"],
-                                                environment: ["HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:\(port)/;SharedAccessKeyName=k;SharedAccessKey=s;UseDevelopmentEmulator=true"])
+        let noHub = try await HubcastBinary.run(
+            ["run", "--brokers", h.broker.bootstrap, "--hub", "hubcast", "--max-attempts", "1"],
+            environment: [
+                "HUBCAST_CONNECTION_STRING":
+                    "Endpoint=sb://127.0.0.1:\(port)/;SharedAccessKeyName=k;SharedAccessKey=s;UseDevelopmentEmulator=true"
+            ]
+        )
         #expect(noHub.status == 3)
         #expect(noHub.stderr.contains("could not reach the hub at http://127.0.0.1:\(port)/"))
     }

@@ -1,8 +1,8 @@
 import Foundation
 import Kafka
 import News
-import Testing
 import TestSupport
+import Testing
 
 /// Breaking news first and nothing sent too late, with the real binary, dev broker and emulator.
 @Suite(.serialized) struct PriorityRunTests {
@@ -53,7 +53,11 @@ import TestSupport
     @Test func anItemOlderThanTheMaximumAgeIsDeadLetteredAsStaleAndNeverSent() async throws {
         let h = try PipelineHarness(devices: 600)
         let hourAgo = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
-        try await h.produce(0..<0, extra: [("news.world", #"{"id":"old","headline":"Old news"}"#)], timestampMs: hourAgo)
+        try await h.produce(
+            0..<0,
+            extra: [("news.world", #"{"id":"old","headline":"Old news"}"#)],
+            timestampMs: hourAgo
+        )
         try await h.produce(0..<6)
         let run = try await h.run(["--max-age", "1800"])
         #expect(run.status == 0, "\(run.stderr.suffix(2000))")
@@ -69,24 +73,36 @@ import TestSupport
         #expect(try await h.committedTotal() == 7)
         // Without a bound, an hour-old item still goes.
         let again = try PipelineHarness(devices: 600)
-        try await again.produce(0..<0, extra: [("news.world", #"{"id":"old","headline":"Old news"}"#)], timestampMs: hourAgo)
+        try await again.produce(
+            0..<0,
+            extra: [("news.world", #"{"id":"old","headline":"Old news"}"#)],
+            timestampMs: hourAgo
+        )
         let unbounded = try await again.run(["--max-age", "0"])
         #expect(unbounded.status == 0)
         #expect(try await again.deliveries().map(\.headline) == ["Old news"])
     }
 
     @Test func badPrioritySettingsAreRefusedWithExitTwo() async throws {
-        for (flags, message) in [(["--category-priority", "Sports=urgent"], "Category=breaking|normal|bulk"),
-                                 (["--category-priority", "Weather=bulk"], "is not one of"),
-                                 (["--max-age", "-5"], "max-age"),
-                                 (["--slo", "breaking=soon"], "--slo: expected breaking|normal|bulk=seconds"),
-                                 (["--slo", "urgent=2"], "--slo: expected")] {
-            let run = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:9", "--hub", "h"] + flags,
-                                                  environment: ["HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName=a;SharedAccessKey=b"])
+        for (flags, message) in [
+            (["--category-priority", "Sports=urgent"], "Category=breaking|normal|bulk"),
+            (["--category-priority", "Weather=bulk"], "is not one of"),
+            (["--max-age", "-5"], "max-age"),
+            (["--slo", "breaking=soon"], "--slo: expected breaking|normal|bulk=seconds"),
+            (["--slo", "urgent=2"], "--slo: expected"),
+        ] {
+            let run = try await HubcastBinary.run(
+                ["run", "--brokers", "127.0.0.1:9", "--hub", "h"] + flags,
+                environment: [
+                    "HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:9/;SharedAccessKeyName=a;SharedAccessKey=b"
+                ]
+            )
             #expect(run.status == 2, "\(flags): \(run.stderr)")
             #expect(run.stderr.contains(message), "\(flags): \(run.stderr)")
         }
-        let produce = try await HubcastBinary.run(["produce", "--brokers", "127.0.0.1:9", "--file", "/dev/null", "--priority", "breaking"])
+        let produce = try await HubcastBinary.run([
+            "produce", "--brokers", "127.0.0.1:9", "--file", "/dev/null", "--priority", "breaking",
+        ])
         #expect(produce.status == 2)
         #expect(produce.stderr.contains("--priority is for the item built from flags"), "\(produce.stderr)")
     }

@@ -1,12 +1,18 @@
 import Foundation
 import News
-import Testing
 import TestSupport
+import Testing
 
 /// `hubcast replay` (the real binary) against dead letters that a real `hubcast run` produced.
 @Suite(.serialized) struct ReplayTests {
     /// A hub refusing every send (400) dead-letters every send of items 0..<count, once per run (each run its own group).
-    func failedRuns(_ h: PipelineHarness, count: Int, sink: String, runs: Int = 2, extra: [(topic: String, value: String)] = []) async throws {
+    func failedRuns(
+        _ h: PipelineHarness,
+        count: Int,
+        sink: String,
+        runs: Int = 2,
+        extra: [(topic: String, value: String)] = []
+    ) async throws {
         try await h.faults(#"{"status":400}"#)
         try await h.produce(0..<count, extra: extra)
         for group in ["first", "second", "third"].prefix(runs) {
@@ -19,13 +25,23 @@ import TestSupport
     @Test func replayFromKafkaDeliversEachOnceAndASecondReplaySendsNothing() async throws {
         let h = try PipelineHarness(devices: 100)
         // Plus one message that is not a news item: dead-lettered as invalid, and never re-sent.
-        try await failedRuns(h, count: 40, sink: "kafka:news.deadletter", extra: [("news.world", #"{"id":"no-headline"}"#)])
+        try await failedRuns(
+            h,
+            count: 40,
+            sink: "kafka:news.deadletter",
+            extra: [("news.world", #"{"id":"no-headline"}"#)]
+        )
         #expect(try await h.acceptedSends() == 0)
 
         let dry = try await h.replay(["--from", "kafka:news.deadletter", "--dry-run"])
         #expect(dry.status == 0, "\(dry.stderr.suffix(1500))")
         #expect(dry.stdout.hasPrefix("dry run: 40 sends would go out; nothing was sent"))
-        #expect(dry.stdout.contains("records read 82: corrupt 0, filtered out 0, still invalid 2, expired 0, duplicates 40"), "\(dry.stdout)")
+        #expect(
+            dry.stdout.contains(
+                "records read 82: corrupt 0, filtered out 0, still invalid 2, expired 0, duplicates 40"
+            ),
+            "\(dry.stdout)"
+        )
         #expect(dry.stdout.contains("by reason: bad-request 40"), "\(dry.stdout)")
         #expect(try await h.acceptedSends() == 0, "a dry run reached the hub")
 
@@ -34,7 +50,10 @@ import TestSupport
         let delivered = try await h.deliveries()
         #expect(delivered.count == 40)
         #expect(Set(delivered.map(\.headline)) == Set((0..<40).map { "Headline \($0)" }))
-        #expect(first.stderr.contains("replay done: read 82, sent 40, skipped 42, failed 0"), "\(first.stderr.suffix(500))")
+        #expect(
+            first.stderr.contains("replay done: read 82, sent 40, skipped 42, failed 0"),
+            "\(first.stderr.suffix(500))"
+        )
         let final = try #require(try PipelineHarness.metricsLines(first.stdout).last)
         #expect(final["sent"] as? Int == 40 && final["duplicates"] as? Int == 40)
 
@@ -54,14 +73,21 @@ import TestSupport
         try (lines.joined(separator: "\n") + "\n").write(to: h.dlq, atomically: true, encoding: .utf8)
 
         // Filters, in a dry run: only World and Science, only these ids.
-        let filtered = try await h.replay(["--from", "file:" + h.dlq.path, "--dry-run", "--category", "World,Science", "--id", "item-0", "--id", "item-4", "--id", "item-5"])
+        let filtered = try await h.replay([
+            "--from", "file:" + h.dlq.path, "--dry-run", "--category", "World,Science", "--id", "item-0", "--id",
+            "item-4", "--id", "item-5",
+        ])
         #expect(filtered.stdout.hasPrefix("dry run: 2 sends would go out"), "\(filtered.stdout)")
         #expect(filtered.stdout.contains("by category: Science 1, World 1"))
         let none = try await h.replay(["--from", "file:" + h.dlq.path, "--dry-run", "--reason", "throttled"])
         #expect(none.stdout.hasPrefix("dry run: 0 sends would go out"))
-        let future = try await h.replay(["--from", "file:" + h.dlq.path, "--dry-run", "--since", "2099-01-01T00:00:00Z"])
+        let future = try await h.replay([
+            "--from", "file:" + h.dlq.path, "--dry-run", "--since", "2099-01-01T00:00:00Z",
+        ])
         #expect(future.stdout.hasPrefix("dry run: 0 sends would go out"))
-        let status = try await h.replay(["--from", "file:" + h.dlq.path, "--dry-run", "--status", "400", "--until", "2099-01-01T00:00:00Z"])
+        let status = try await h.replay([
+            "--from", "file:" + h.dlq.path, "--dry-run", "--status", "400", "--until", "2099-01-01T00:00:00Z",
+        ])
         #expect(status.stdout.hasPrefix("dry run: 60 sends would go out"))
         // Corrupt lines are reported with their line numbers and skipped, never fatal.
         #expect(status.stderr.contains("replay: line 6: corrupt dead-letter record (not a JSON object), skipped"))
@@ -88,8 +114,10 @@ import TestSupport
         try await h.faults(#"{"latencyMs":50}"#)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
-        process.arguments = ["replay", "--brokers", h.broker.bootstrap, "--hub", PipelineHarness.hub, "--from", "kafka:news.deadletter",
-                             "--concurrency", "4"]
+        process.arguments = [
+            "replay", "--brokers", h.broker.bootstrap, "--hub", PipelineHarness.hub, "--from", "kafka:news.deadletter",
+            "--concurrency", "4",
+        ]
         process.environment = ProcessInfo.processInfo.environment.merging(h.environment) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -118,16 +146,27 @@ import TestSupport
         let before = try String(contentsOf: h.dlq, encoding: .utf8)
         let wrongKey = h.environment["HUBCAST_CONNECTION_STRING", default: ""]
             .replacingOccurrences(of: "SharedAccessKey=", with: "SharedAccessKey=AAAA")
-        let refused = try await HubcastBinary.run(h.replayArguments(["--from", "file:" + h.dlq.path]),
-                                                  environment: ["HUBCAST_CONNECTION_STRING": wrongKey])
-        #expect(refused.status == 2 && refused.stderr.contains("refused the credentials"), "\(refused.status): \(refused.stderr.suffix(800))")
+        let refused = try await HubcastBinary.run(
+            h.replayArguments(["--from", "file:" + h.dlq.path]),
+            environment: ["HUBCAST_CONNECTION_STRING": wrongKey]
+        )
+        #expect(
+            refused.status == 2 && refused.stderr.contains("refused the credentials"),
+            "\(refused.status): \(refused.stderr.suffix(800))"
+        )
 
         let nginx = try await NginxProcess(tls: true)
         defer { nginx.stop() }
         let untrusted = "Endpoint=sb://127.0.0.1:\(nginx.port)/;SharedAccessKeyName=k;SharedAccessKey=a2V5"
-        for command in [h.replayArguments(["--from", "file:" + h.dlq.path]), ["send", "--hub", PipelineHarness.hub, "--category", "World", "--headline", "x"]] {
+        for command in [
+            h.replayArguments(["--from", "file:" + h.dlq.path]),
+            ["send", "--hub", PipelineHarness.hub, "--category", "World", "--headline", "x"],
+        ] {
             let result = try await HubcastBinary.run(command, environment: ["HUBCAST_CONNECTION_STRING": untrusted])
-            #expect(result.status == 3, "\(command[0]): \(result.status): \(result.stdout.suffix(400)) \(result.stderr.suffix(800))")
+            #expect(
+                result.status == 3,
+                "\(command[0]): \(result.status): \(result.stdout.suffix(400)) \(result.stderr.suffix(800))"
+            )
         }
         #expect(try String(contentsOf: h.dlq, encoding: .utf8) == before, "the records to replay changed")
         #expect(try await h.acceptedSends() == 0)
@@ -138,25 +177,35 @@ import TestSupport
     /// stopped by SIGTERM while held does the same. Replaying the result sends each item once.
     @Test func whatAReplayCouldNotSendIsLeftToReplayOnce() async throws {
         let h = try PipelineHarness(devices: 100)
-        try await failedRuns(h, count: 60, sink: "file:" + h.dlq.path)   // 120 records, 60 distinct sends
+        try await failedRuns(h, count: 60, sink: "file:" + h.dlq.path)  // 120 records, 60 distinct sends
         let carried = h.dlq.path + ".held", carriedAgain = h.dlq.path + ".held-again"
         defer { for path in [carried, carriedAgain] { try? FileManager.default.removeItem(atPath: path) } }
         // Every send refused: the hub's fault, so the sends are held and nothing is dead-lettered.
         try await h.faults(#"{"status":401}"#)
 
-        let waited = try await h.replay(["--from", "file:" + h.dlq.path, "--dlq", "file:" + carried, "--skip-hub-check",
-                                         "--hub-wait", "2", "--concurrency", "4"])
+        let waited = try await h.replay([
+            "--from", "file:" + h.dlq.path, "--dlq", "file:" + carried, "--skip-hub-check",
+            "--hub-wait", "2", "--concurrency", "4",
+        ])
         #expect(waited.status == 1, "\(waited.stderr.suffix(1500))")
-        #expect(waited.stderr.contains("replay: not sent: held ") && waited.stderr.contains("written to file:\(carried)"), "\(waited.stderr.suffix(1500))")
+        #expect(
+            waited.stderr.contains("replay: not sent: held ") && waited.stderr.contains("written to file:\(carried)"),
+            "\(waited.stderr.suffix(1500))"
+        )
         let firstCarry = try String(contentsOfFile: carried, encoding: .utf8).split(separator: "\n")
         #expect(firstCarry.count >= 60, "\(firstCarry.count) records carried")
 
-        let replay = try h.startReplay(["--from", "file:" + carried, "--dlq", "file:" + carriedAgain, "--skip-hub-check", "--hub-wait", "0"])
+        let replay = try h.startReplay([
+            "--from", "file:" + carried, "--dlq", "file:" + carriedAgain, "--skip-hub-check", "--hub-wait", "0",
+        ])
         let held = await replay.stderr.line { $0.contains("The hub is unavailable") }
         #expect(held != nil, "the replay never reported the hub unavailable")
         replay.process.terminate()
         let stopped = await replay.finish()
-        #expect(stopped.status == 1 && stopped.stderr.contains("replay: not sent: held "), "\(stopped.status): \(stopped.stderr.suffix(1500))")
+        #expect(
+            stopped.status == 1 && stopped.stderr.contains("replay: not sent: held "),
+            "\(stopped.status): \(stopped.stderr.suffix(1500))"
+        )
         #expect(try await h.acceptedSends() == 0)
 
         try await h.clearFaults()

@@ -1,53 +1,75 @@
 import Foundation
 import NotificationHubs
-import Testing
 import TestSupport
+import Testing
 
 /// `hubcast send` through the real binary.
 @Suite struct SendCommandTests {
     static let key = "c2VjcmV0LWtleS1kby1ub3QtcHJpbnQ="
 
     static func environment(port: Int, emulator: Bool = true, host: String = "127.0.0.1") -> [String: String] {
-        ["HUBCAST_CONNECTION_STRING": "Endpoint=sb://\(host):\(port)/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=\(key)"
-            + (emulator ? ";UseDevelopmentEmulator=true" : ""),
-         "HUBCAST_HUB": "breaking"]
+        [
+            "HUBCAST_CONNECTION_STRING":
+                "Endpoint=sb://\(host):\(port)/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=\(key)"
+                + (emulator ? ";UseDevelopmentEmulator=true" : ""),
+            "HUBCAST_HUB": "breaking",
+        ]
     }
 
     @Test func sendsTheSeedRequestAndPrintsTheOutcome() async throws {
         let server = try ScriptedHTTPServer { _, _ in
-            .init(status: 201, headers: [("Location", "http://h/breaking/messages/42?api-version=2020-06"), ("TrackingId", "t-1")])
+            .init(
+                status: 201,
+                headers: [("Location", "http://h/breaking/messages/42?api-version=2020-06"), ("TrackingId", "t-1")]
+            )
         }
-        let result = try await HubcastBinary.run(["send", "--category", "Science", "--headline", "Comet seen", "--id", "c1"],
-                                                 environment: Self.environment(port: server.port))
+        let result = try await HubcastBinary.run(
+            ["send", "--category", "Science", "--headline", "Comet seen", "--id", "c1"],
+            environment: Self.environment(port: server.port)
+        )
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "sent to Science: HTTP 201, notification id 42, attempts 1, tracking id t-1\n")
         let body = String(decoding: try #require(server.requests.first).body, as: UTF8.self)
-        #expect(body == #"{"messageParam":"Breaking Science News : Comet seen","headline":"Comet seen","category":"Science","id":"c1"}"#)
+        #expect(
+            body
+                == #"{"messageParam":"Breaking Science News : Comet seen","headline":"Comet seen","category":"Science","id":"c1"}"#
+        )
     }
 
     /// The hub's system tags name one installation (or one user's): `send` takes them; other `$`
     /// tags are reserved and refused before any request.
     @Test func systemTagsAreAnAudience() async throws {
         let server = try ScriptedHTTPServer { _, _ in .init(status: 201) }
-        let one = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--tag-expression", "$InstallationId:{inst-a1}"],
-                                              environment: Self.environment(port: server.port))
+        let one = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x", "--tag-expression", "$InstallationId:{inst-a1}"],
+            environment: Self.environment(port: server.port)
+        )
         #expect(one.status == 0, "\(one.stdout) \(one.stderr)")
         #expect(server.requests.first?.header("ServiceBusNotification-Tags") == "$InstallationId:{inst-a1}")
-        let reserved = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--tag-expression", "$Other:{x}"],
-                                                   environment: Self.environment(port: server.port))
+        let reserved = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x", "--tag-expression", "$Other:{x}"],
+            environment: Self.environment(port: server.port)
+        )
         #expect(reserved.status == 2 && reserved.stderr.contains("other $ tags are reserved"), "\(reserved.stderr)")
         #expect(server.requests.count == 1)
     }
 
     @Test func failedSendExits1AndUnreachableHubExits3() async throws {
-        let server = try ScriptedHTTPServer { _, _ in .init(status: 404, body: "<Error><Code>404</Code><Detail>Hub not found</Detail></Error>") }
-        let failed = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x"], environment: Self.environment(port: server.port))
+        let server = try ScriptedHTTPServer { _, _ in
+            .init(status: 404, body: "<Error><Code>404</Code><Detail>Hub not found</Detail></Error>")
+        }
+        let failed = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x"],
+            environment: Self.environment(port: server.port)
+        )
         #expect(failed.status == 1)
         #expect(failed.stdout.contains("failed to World: not-found (HTTP 404, 1 attempt): Hub not found"))
 
         let port = freeLoopbackPort()
-        let unreachable = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--max-attempts", "2", "--retry-base-ms", "1"],
-                                                      environment: Self.environment(port: port))
+        let unreachable = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x", "--max-attempts", "2", "--retry-base-ms", "1"],
+            environment: Self.environment(port: port)
+        )
         #expect(unreachable.status == 3)
         #expect(unreachable.stderr.contains("could not reach the hub at http://127.0.0.1:\(port)/"))
     }
@@ -59,24 +81,36 @@ import TestSupport
         let refused = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x"], environment: env)
         #expect(refused.status == 3)
         #expect(refused.stdout.contains("failed to World: tls"))
-        let trusted = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--ca-file", try #require(nginx.certificate)], environment: env)
+        let trusted = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x", "--ca-file", try #require(nginx.certificate)],
+            environment: env
+        )
         #expect(trusted.status == 0, "\(trusted.stdout)\(trusted.stderr)")
         #expect(trusted.stdout.hasPrefix("sent to World: HTTP 201"))
     }
 
     @Test func badInputAndConfigurationExit2WithoutTheKey() async throws {
         let env = Self.environment(port: 1)
-        let badExpression = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--tag-expression", "World &&"], environment: env)
+        let badExpression = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x", "--tag-expression", "World &&"],
+            environment: env
+        )
         #expect(badExpression.status == 2)
         #expect(badExpression.stderr.contains("tag expression: a tag or '(' is missing at column 9"))
 
         var broken = env
         broken["HUBCAST_CONNECTION_STRING"] = "Endpoint=sb://x/;SharedAccessKey=\(Self.key)"
-        let badString = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x"], environment: broken)
+        let badString = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x"],
+            environment: broken
+        )
         #expect(badString.status == 2)
         #expect(badString.stderr.contains("connection string has no SharedAccessKeyName part"))
 
-        let noHeadline = try await HubcastBinary.run(["send", "--category", "World", "--headline", "   "], environment: env)
+        let noHeadline = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "   "],
+            environment: env
+        )
         #expect(noHeadline.status == 2)
         #expect(noHeadline.stderr.contains(#"field "headline" is empty"#))
 
@@ -85,7 +119,10 @@ import TestSupport
         }
         let help = try await HubcastBinary.run(["send", "--help"], environment: env)
         #expect(!help.stdout.contains(Self.key))
-        let debug = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x", "--log-level", "trace", "--max-attempts", "1"], environment: env)
+        let debug = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "x", "--log-level", "trace", "--max-attempts", "1"],
+            environment: env
+        )
         #expect(!(debug.stdout + debug.stderr).contains(Self.key))
     }
 }

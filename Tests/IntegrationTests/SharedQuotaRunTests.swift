@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Two `hubcast run` in one group, the real binary on the dev broker: they find each other
 /// through the quota topic and split the hub's rate; the one left takes all of it.
@@ -15,7 +15,8 @@ import TestSupport
         let b = try h.startRun(["--max-rate", "200"], exitWhenIdle: nil)
         let split: @Sendable (String) -> Bool = { text in
             guard let line = Self.metrics(text), line["quotaPeers"] as? Int == 1,
-                  let share = line["paceShare"] as? Double, let rate = line["paceRate"] as? Double else { return false }
+                let share = line["paceShare"] as? Double, let rate = line["paceRate"] as? Double
+            else { return false }
             return share < 0.8 && rate < 0.8 * 200
         }
         let aSplit = await a.stdout.line(where: split)
@@ -37,12 +38,18 @@ import TestSupport
         b.process.terminate()
         let bResult = await b.finish()
         #expect(bResult.status == 0, "\(bResult.stderr.suffix(2000))")
-        #expect(Self.metrics(bResult.stdout.split(separator: "\n").last.map(String.init) ?? "")?["final"] as? Bool == true)
+        #expect(
+            Self.metrics(bResult.stdout.split(separator: "\n").last.map(String.init) ?? "")?["final"] as? Bool == true
+        )
     }
 
     @Test func aQuotaTopicKafkaWouldRefuseIsRefusedAtStartUp() async throws {
-        let result = try await HubcastBinary.run(["run", "--brokers", "127.0.0.1:1", "--hub", "h", "--quota-topic", "no spaces/here"],
-                                                 environment: ["HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=k;SharedAccessKey=a2V5"])
+        let result = try await HubcastBinary.run(
+            ["run", "--brokers", "127.0.0.1:1", "--hub", "h", "--quota-topic", "no spaces/here"],
+            environment: [
+                "HUBCAST_CONNECTION_STRING": "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=k;SharedAccessKey=a2V5"
+            ]
+        )
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("--quota-topic"), "\(result.stderr)")
     }

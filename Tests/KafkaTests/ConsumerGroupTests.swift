@@ -1,8 +1,9 @@
 import Foundation
-@testable import Kafka
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import Kafka
 
 /// The Kafka module against a real `hubcast dev-broker` process.
 @Suite(.serialized) struct ConsumerGroupTests {
@@ -17,11 +18,15 @@ import TestSupport
         try await KafkaTestKit.produce(10, topic: topic, bootstrap: broker.bootstrap)
         let config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "closed", topics: [topic])
         let consumer = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
-        let taken = try await KafkaTestKit.withRunning(consumer) { messages in await KafkaTestKit.take(10, from: messages) }
+        let taken = try await KafkaTestKit.withRunning(consumer) { messages in
+            await KafkaTestKit.take(10, from: messages)
+        }
         #expect(taken.count == 10)
         // run() has returned: the group was left and the handle destroyed.
         await #expect(throws: KafkaError.shutDown) { try await consumer.commit(KafkaTestKit.nextOffsets(taken)) }
-        await #expect(throws: KafkaError.shutDown) { _ = try await consumer.committed([TopicPartition(topic: topic, partition: 0)]) }
+        await #expect(throws: KafkaError.shutDown) {
+            _ = try await consumer.committed([TopicPartition(topic: topic, partition: 0)])
+        }
         await #expect(throws: KafkaError.shutDown) { try await consumer.checkReachable(timeout: .seconds(1)) }
         #expect(consumer.lag == 0)
     }
@@ -37,7 +42,9 @@ import TestSupport
             return taken
         }
         #expect(processed.count == 400)
-        let committed = Dictionary(uniqueKeysWithValues: KafkaTestKit.nextOffsets(processed).map { ($0.topicPartition, $0.offset) })
+        let committed = Dictionary(
+            uniqueKeysWithValues: KafkaTestKit.nextOffsets(processed).map { ($0.topicPartition, $0.offset) }
+        )
 
         let second = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
         let rest = try await KafkaTestKit.withRunning(second) { messages in
@@ -68,15 +75,19 @@ import TestSupport
         let processedA = Mutex<[KafkaMessage]>([])
         let revokedFromA = Mutex<[TopicPartition]>([])
 
-        let a = try KafkaConsumer(configuration: config, handlers: .init(onRevoke: { partitions in
-            // What A finished on the leaving partitions is committed before they move, where the
-            // broker allows it: the dev broker refuses commits once a rebalance is under way
-            // (REBALANCE_IN_PROGRESS), so the periodic commit below is what the test relies on.
-            revokedFromA.withLock { $0 += partitions }
-            let leaving = Set(partitions)
-            let done = processedA.withLock { $0 }.filter { leaving.contains($0.topicPartition) }
-            return KafkaTestKit.nextOffsets(done)
-        }), logger: KafkaTestKit.logger)
+        let a = try KafkaConsumer(
+            configuration: config,
+            handlers: .init(onRevoke: { partitions in
+                // What A finished on the leaving partitions is committed before they move, where the
+                // broker allows it: the dev broker refuses commits once a rebalance is under way
+                // (REBALANCE_IN_PROGRESS), so the periodic commit below is what the test relies on.
+                revokedFromA.withLock { $0 += partitions }
+                let leaving = Set(partitions)
+                let done = processedA.withLock { $0 }.filter { leaving.contains($0.topicPartition) }
+                return KafkaTestKit.nextOffsets(done)
+            }),
+            logger: KafkaTestKit.logger
+        )
         let b = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
 
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -121,11 +132,14 @@ import TestSupport
         var config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "pause", topics: [topic])
         config.maxPollIntervalMs = 6500
         let revocations = Mutex(0)
-        let consumer = try KafkaConsumer(configuration: config, handlers: .init(onRevoke: { _ in
-            revocations.withLock { $0 += 1 }
-            return []
-        }),
-                                         logger: KafkaTestKit.logger)
+        let consumer = try KafkaConsumer(
+            configuration: config,
+            handlers: .init(onRevoke: { _ in
+                revocations.withLock { $0 += 1 }
+                return []
+            }),
+            logger: KafkaTestKit.logger
+        )
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await consumer.run() }
             try await KafkaTestKit.produce(30, topic: topic, bootstrap: broker.bootstrap)
@@ -182,7 +196,11 @@ import TestSupport
     }
 
     @Test func autoCommitStaysOffWhateverIsPassedThrough() {
-        var config = KafkaConsumerConfiguration(kafka: KafkaConfiguration(bootstrapServers: "127.0.0.1:1"), groupID: "g", topics: ["t"])
+        var config = KafkaConsumerConfiguration(
+            kafka: KafkaConfiguration(bootstrapServers: "127.0.0.1:1"),
+            groupID: "g",
+            topics: ["t"]
+        )
         config.kafka.properties["enable.auto.commit"] = "true"
         config.kafka.properties["enable.auto.offset.store"] = "true"
         config.kafka.properties["fetch.min.bytes"] = "7"

@@ -1,5 +1,6 @@
-@testable import Kafka
 import Testing
+
+@testable import Kafka
 
 @Suite struct HandleLifecycleTests {
     @Test func aHandleIsDestroyedExactlyOnceAfterItsLastUserLeaves() {

@@ -1,9 +1,13 @@
-@testable import Kafka
 import Testing
+
+@testable import Kafka
 
 /// Broker lists and file paths that librdkafka would only trip over while connecting.
 @Suite struct KafkaConfigurationValidationTests {
-    @Test(arguments: ["kafka-1:9092", "kafka-1", "PLAINTEXT://kafka-1:9092", "10.0.0.1:65535", "[::1]:9092", "[fe80::1%eth0]:9092", "::1", "a_b.c-d:1"])
+    @Test(arguments: [
+        "kafka-1:9092", "kafka-1", "PLAINTEXT://kafka-1:9092", "10.0.0.1:65535", "[::1]:9092", "[fe80::1%eth0]:9092",
+        "::1", "a_b.c-d:1",
+    ])
     func acceptsWhatLibrdkafkaAccepts(entry: String) {
         #expect(KafkaConfiguration.problem(withBroker: entry) == nil)
     }
@@ -23,7 +27,9 @@ import Testing
     }
 
     @Test func emptyListsAndMissingFilesAreRefusedWithTheProperty() {
-        #expect { try KafkaConfiguration(bootstrapServers: " , ").validate() } throws: { ($0 as? KafkaConfiguration.Invalid)?.property == "bootstrap.servers" }
+        #expect { try KafkaConfiguration(bootstrapServers: " , ").validate() } throws: {
+            ($0 as? KafkaConfiguration.Invalid)?.property == "bootstrap.servers"
+        }
         var config = KafkaConfiguration(bootstrapServers: "kafka-1:9092")
         config.caFile = "/nonexistent/ca.pem"
         #expect { try config.validate() } throws: { ($0 as? KafkaConfiguration.Invalid)?.property == "ssl.ca.location" }

@@ -1,5 +1,6 @@
-@testable import Kafka
 import Testing
+
+@testable import Kafka
 
 /// Paused partitions' messages set aside so that the others' go first, and given back in order.
 @Suite struct MessageBufferTests {

@@ -1,5 +1,6 @@
-@testable import Kafka
 import Testing
+
+@testable import Kafka
 
 @Suite struct PauseControllerTests {
     let p0 = TopicPartition(topic: "t", partition: 0)

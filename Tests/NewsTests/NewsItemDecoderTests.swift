@@ -4,7 +4,11 @@ import Testing
 @Suite struct NewsItemDecoderTests {
     let decoder = NewsItemDecoder()
 
-    private func error(_ json: String, topicCategory: String? = nil, decoder: NewsItemDecoder = NewsItemDecoder()) -> NewsItemError? {
+    private func error(
+        _ json: String,
+        topicCategory: String? = nil,
+        decoder: NewsItemDecoder = NewsItemDecoder()
+    ) -> NewsItemError? {
         do {
             _ = try decoder.decode(Array(json.utf8), topicCategory: topicCategory)
             return nil
@@ -14,11 +18,16 @@ import Testing
     }
 
     @Test func decodesEveryField() throws {
-        let item = try decoder.decode(Array("""
-            {"id":"a1","headline":"  Big news  ","category":"World","body":"b","url":"https://x/y","imageUrl":"https://x/i.png",
-             "locale":"zh-TW","tagExpression":"World && !Sports","properties":{"k":"v"},"secure":true,
-             "publishedAt":"2026-11-22T10:00:00Z","expiresAt":"2026-11-22T12:00:00+02:00"}
-            """.utf8), topicCategory: "World")
+        let item = try decoder.decode(
+            Array(
+                """
+                {"id":"a1","headline":"  Big news  ","category":"World","body":"b","url":"https://x/y","imageUrl":"https://x/i.png",
+                 "locale":"zh-TW","tagExpression":"World && !Sports","properties":{"k":"v"},"secure":true,
+                 "publishedAt":"2026-11-22T10:00:00Z","expiresAt":"2026-11-22T12:00:00+02:00"}
+                """.utf8
+            ),
+            topicCategory: "World"
+        )
         #expect(item.id == "a1")
         #expect(item.headline == "Big news")
         #expect(item.category == "World")
@@ -76,7 +85,10 @@ import Testing
         #expect(error("{\"id\":\"a\u{1}\",\"headline\":\"x\"}")?.kind == .malformedJSON)
         #expect(error(String(repeating: "[", count: 100))?.description.contains("nesting") == true)
         #expect(error(#"{"id":"a","headline":"x","n":01}"#)?.kind == .malformedJSON)
-        #expect(try JSONParser.parse(Array("[1.5e3,-0,true,null]".utf8)) == .array([.number(1500), .number(0), .bool(true), .null]))
+        #expect(
+            try JSONParser.parse(Array("[1.5e3,-0,true,null]".utf8))
+                == .array([.number(1500), .number(0), .bool(true), .null])
+        )
     }
 
     @Test func invalidUTF8IsMalformed() {
@@ -95,7 +107,9 @@ import Testing
             for suffix in ["z", ""] {
                 let bytes = Array(#"{"id":"a","headline":"\#(prefix)"#.utf8) + invalid + Array(#"\#(suffix)"}"#.utf8)
                 #expect(throws: NewsItemError.self) { try decoder.decode(bytes) }
-                #expect(throws: JSONParser.SyntaxError.self) { try JSONParser.parse(Array(#"["\#(prefix)"#.utf8) + invalid + Array(#"\#(suffix)"]"#.utf8)) }
+                #expect(throws: JSONParser.SyntaxError.self) {
+                    try JSONParser.parse(Array(#"["\#(prefix)"#.utf8) + invalid + Array(#"\#(suffix)"]"#.utf8))
+                }
             }
         }
         let valid = Array(#"{"id":"a","headline":"\#u{FFFD} caf\#u{E9} \#u{1F30D}"}"#.utf8)
@@ -106,7 +120,11 @@ import Testing
 @Suite struct CategoriesTests {
     @Test func defaultTopicsFollowThePrefixAndLowercase() throws {
         let c = try Categories()
-        #expect(c.topics == ["news.world", "news.politics", "news.business", "news.technology", "news.science", "news.sports"])
+        #expect(
+            c.topics == [
+                "news.world", "news.politics", "news.business", "news.technology", "news.science", "news.sports",
+            ]
+        )
         #expect(c.category(forTopic: "news.world") == "World")
         #expect(c.topic(for: "Sports") == "news.sports")
         #expect(c.category(forTopic: "news.weather") == nil)

@@ -1,23 +1,35 @@
 import News
-@testable import NotificationHubs
 import Testing
+
+@testable import NotificationHubs
 
 @Suite struct TagExpressionTests {
     @Test func precedenceIsNotThenAndThenOr() throws {
         let e = try TagExpression(parsing: "World || Politics && !Sports")
         #expect(e == .or([.tag("World"), .and([.tag("Politics"), .not(.tag("Sports"))])]))
-        #expect(try TagExpression(parsing: "(World || Politics) && !Sports").description == "(World || Politics) && !Sports")
+        #expect(
+            try TagExpression(parsing: "(World || Politics) && !Sports").description == "(World || Politics) && !Sports"
+        )
         #expect(try TagExpression(parsing: "username:alice").tags == ["username:alice"])
     }
 
     /// The tags the hub gives installations parse wherever expressions do, and match as tags.
     @Test func systemTagsAreTags() throws {
         let e = try TagExpression(parsing: "$InstallationId:{inst-a1} || ($UserId:{alice@example.com=1} && !World)")
-        #expect(e == .or([.tag("$InstallationId:{inst-a1}"), .and([.tag("$UserId:{alice@example.com=1}"), .not(.tag("World"))])]))
+        #expect(
+            e
+                == .or([
+                    .tag("$InstallationId:{inst-a1}"),
+                    .and([.tag("$UserId:{alice@example.com=1}"), .not(.tag("World"))]),
+                ])
+        )
         #expect(e.matches(["$InstallationId:{inst-a1}"]) && !e.matches(["$InstallationId:{inst-a2}"]))
         #expect(try TagExpression(parsing: e.description) == e)
         #expect(TagSyntax.isSystemTag("$InstallationId:{0f8fad5b-d9cb-469f-a165-70867728950e}"))
-        #expect(!TagSyntax.isSystemTag("$InstallationId:{x}y") && !TagSyntax.isSystemTag("$UserId:{" + String(repeating: "a", count: 257) + "}"))
+        #expect(
+            !TagSyntax.isSystemTag("$InstallationId:{x}y")
+                && !TagSyntax.isSystemTag("$UserId:{" + String(repeating: "a", count: 257) + "}")
+        )
     }
 
     @Test func evaluatesAgainstDeviceTags() throws {
@@ -34,12 +46,30 @@ import Testing
         ("World & Politics", "tag expression: unexpected '&' at column 7"),
         ("(World || Sports", "tag expression: ')' expected at column 17"),
         ("World News", "tag expression: unexpected 'N' at column 7"),
-        ("World || $x", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 10"),
-        ("$Other:{x}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
-        ("$InstallationId:{}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
-        ("$InstallationId:{a b}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
-        ("$installationid:{a}", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"),
-        ("World && $UserId:{alice", "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 10"),
+        (
+            "World || $x",
+            "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 10"
+        ),
+        (
+            "$Other:{x}",
+            "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"
+        ),
+        (
+            "$InstallationId:{}",
+            "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"
+        ),
+        (
+            "$InstallationId:{a b}",
+            "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"
+        ),
+        (
+            "$installationid:{a}",
+            "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 1"
+        ),
+        (
+            "World && $UserId:{alice",
+            "tag expression: '$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved at column 10"
+        ),
     ])
     func invalidExpressionsPointAtTheProblem(text: String, message: String) {
         #expect(throws: TagExpression.Invalid.self) { try TagExpression(parsing: text) }
@@ -75,8 +105,11 @@ import Testing
 
     @Test func categoryTagOrTagExpressionOrUsers() throws {
         #expect(try Audience(for: NewsItem(id: "a", headline: "h"), category: "World").expressions == ["World"])
-        #expect(try Audience(for: NewsItem(id: "a", headline: "h", tagExpression: "Politics&&!Sports"), category: "World").expressions
-                == ["Politics && !Sports"])
+        #expect(
+            try Audience(for: NewsItem(id: "a", headline: "h", tagExpression: "Politics&&!Sports"), category: "World")
+                .expressions
+                == ["Politics && !Sports"]
+        )
         let longOr = (1...30).map { "t\($0)" }.joined(separator: "||")
         #expect(try Audience(expression: longOr).expressions.count == 2)
         #expect(throws: TagExpression.Invalid.self) { try Audience(expression: "a && b && c && d && e && f && g") }

@@ -1,23 +1,33 @@
 import Foundation
-@testable import NotificationHubs
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import NotificationHubs
 
 @Suite struct ConnectionStringTests {
     let key = "S3cretKey+/=abc"
 
     @Test func parsesInAnyOrderWithWhitespaceAndTrailingSemicolon() throws {
-        let c = try ConnectionString(parsing: " SharedAccessKey=\(key) ; Endpoint=sb://news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature; ")
+        let c = try ConnectionString(
+            parsing:
+                " SharedAccessKey=\(key) ; Endpoint=sb://news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature; "
+        )
         #expect(c.baseURL == "https://news.servicebus.windows.net/")
         #expect(c.keyName == "DefaultFullSharedAccessSignature")
         #expect(c.key == key)
         #expect(!c.useDevelopmentEmulator)
-        #expect(c.description == "Endpoint=sb://news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=<redacted>")
+        #expect(
+            c.description
+                == "Endpoint=sb://news.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=<redacted>"
+        )
     }
 
     @Test func emulatorUsesPlainHTTPToHostAndPort() throws {
-        let c = try ConnectionString(parsing: "Endpoint=sb://127.0.0.1:8089/;SharedAccessKeyName=Full;SharedAccessKey=k;UseDevelopmentEmulator=true")
+        let c = try ConnectionString(
+            parsing:
+                "Endpoint=sb://127.0.0.1:8089/;SharedAccessKeyName=Full;SharedAccessKey=k;UseDevelopmentEmulator=true"
+        )
         #expect(c.baseURL == "http://127.0.0.1:8089/")
     }
 
@@ -27,7 +37,9 @@ import TestSupport
         #expect(try !ConnectionString(parsing: base + ";usedevelopmentemulator=False").useDevelopmentEmulator)
         #expect(try !ConnectionString(parsing: base).useDevelopmentEmulator)
         for value in ["maybe", "", "yes", "1"] {
-            #expect(throws: ConnectionString.ParseError.self) { try ConnectionString(parsing: base + ";UseDevelopmentEmulator=" + value) }
+            #expect(throws: ConnectionString.ParseError.self) {
+                try ConnectionString(parsing: base + ";UseDevelopmentEmulator=" + value)
+            }
         }
     }
 
@@ -39,9 +51,14 @@ import TestSupport
         ("Endpoint=http://x/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey", "only UseDevelopmentEmulator=true"),
         ("Endpoint=sb:///;SharedAccessKeyName=n;SharedAccessKey=S3cretKey", "no valid host"),
         ("garbage S3cretKey", "has no '='"),
-        ("Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey;UseDevelopmentEmulator=maybe",
-         #"connection string part UseDevelopmentEmulator must be true or false, got "maybe""#),
-        ("Endpoint=sb://x\u{1B}[31m/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey", #"Endpoint "sb://x\u{1B}[31m/" has no valid host name"#),
+        (
+            "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey;UseDevelopmentEmulator=maybe",
+            #"connection string part UseDevelopmentEmulator must be true or false, got "maybe""#
+        ),
+        (
+            "Endpoint=sb://x\u{1B}[31m/;SharedAccessKeyName=n;SharedAccessKey=S3cretKey",
+            #"Endpoint "sb://x\u{1B}[31m/" has no valid host name"#
+        ),
     ])
     func errorsNameThePartAndNeverTheKey(text: String, expected: String) {
         #expect {
@@ -65,7 +82,10 @@ import TestSupport
         """
 
     @Test(arguments: [
-        ("https://newsroom.servicebus.windows.net/breaking", "DefaultFullSharedAccessSignature", "dGhpcyBpcyBub3QgYSByZWFsIGtleQ==", Int64(1_795_000_000)),
+        (
+            "https://newsroom.servicebus.windows.net/breaking", "DefaultFullSharedAccessSignature",
+            "dGhpcyBpcyBub3QgYSByZWFsIGtleQ==", Int64(1_795_000_000)
+        ),
         ("https://NewsRoom.servicebus.windows.net/Hub-Ä", "Send", "k+/=ąę", Int64(1)),
         ("http://127.0.0.1:8089/hub", "Full", "emulator-key", Int64(4_102_444_800)),
     ])
@@ -82,7 +102,9 @@ import TestSupport
 }
 
 @Suite struct TokenProviderTests {
-    let connection = try! ConnectionString(parsing: "Endpoint=sb://n.servicebus.windows.net/;SharedAccessKeyName=Full;SharedAccessKey=k")
+    let connection = try! ConnectionString(
+        parsing: "Endpoint=sb://n.servicebus.windows.net/;SharedAccessKeyName=Full;SharedAccessKey=k"
+    )
 
     @Test func thousandConcurrentCallersShareOneMint() async {
         let provider = TokenProvider(connection: connection, now: { 1_000_000 })

@@ -1,27 +1,39 @@
 import Foundation
 import Logging
 import News
-@testable import NotificationHubs
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import NotificationHubs
 
 /// The client and its libcurl transport against a scripted HTTP server on 127.0.0.1.
 @Suite struct ClientTests {
     static let logger = Logger(label: "hubcast.tests")
     static let key = "Zm9yLXRlc3RzLW9ubHk="
 
-    func client(_ server: ScriptedHTTPServer, retry: RetryPolicy = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5)),
-                timeout: Duration = .seconds(10), transport: CurlTransport? = nil,
-                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
-                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws -> NotificationHubClient {
-        let connection = try ConnectionString(parsing:
-            "Endpoint=sb://127.0.0.1:\(server.port)/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=\(Self.key);UseDevelopmentEmulator=true")
+    func client(
+        _ server: ScriptedHTTPServer,
+        retry: RetryPolicy = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(1), maxDelay: .milliseconds(5)),
+        timeout: Duration = .seconds(10),
+        transport: CurlTransport? = nil,
+        sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) throws -> NotificationHubClient {
+        let connection = try ConnectionString(
+            parsing:
+                "Endpoint=sb://127.0.0.1:\(server.port)/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=\(Self.key);UseDevelopmentEmulator=true"
+        )
         var config = NotificationHubConfiguration(connection: connection, hubName: "breaking")
         config.retry = retry
         config.requestTimeout = timeout
-        return NotificationHubClient(configuration: config, transport: transport ?? CurlTransport(logger: Self.logger), logger: Self.logger, sleep: sleep,
-                                     clock: clock)
+        return NotificationHubClient(
+            configuration: config,
+            transport: transport ?? CurlTransport(logger: Self.logger),
+            logger: Self.logger,
+            sleep: sleep,
+            clock: clock
+        )
     }
 
     /// The failure a send ended in; nil when it succeeded.
@@ -34,15 +46,22 @@ import TestSupport
         }
     }
 
-    static let created = ScriptedHTTPServer.Response(status: 201, headers: [
-        ("Location", "https://x.servicebus.windows.net/breaking/messages/5281793523598416?api-version=2020-06"),
-        ("TrackingId", "b8d2e5a8-track")])
+    static let created = ScriptedHTTPServer.Response(
+        status: 201,
+        headers: [
+            ("Location", "https://x.servicebus.windows.net/breaking/messages/5281793523598416?api-version=2020-06"),
+            ("TrackingId", "b8d2e5a8-track"),
+        ]
+    )
 
     @Test(arguments: Categories.seedNames)
     func templateSendIsExactlyWhatTheSeedsSend(category: String) async throws {
         let server = try ScriptedHTTPServer { _, _ in Self.created }
         let hub = try client(server)
-        let result = try await hub.sendTemplate(properties: [("messageParam", "Breaking \(category) News : Quake \"hits\"")], tagExpression: category)
+        let result = try await hub.sendTemplate(
+            properties: [("messageParam", "Breaking \(category) News : Quake \"hits\"")],
+            tagExpression: category
+        )
         #expect(result.status == 201)
         #expect(result.notificationID == "5281793523598416")
         #expect(result.trackingID == "b8d2e5a8-track")
@@ -55,7 +74,10 @@ import TestSupport
         #expect(request.header("ServiceBusNotification-Tags") == category)
         #expect(request.header("x-ms-version") == "2020-06")
         #expect(request.header("Expect") == nil)
-        #expect(String(decoding: request.body, as: UTF8.self) == #"{"messageParam":"Breaking \#(category) News : Quake \"hits\""}"#)
+        #expect(
+            String(decoding: request.body, as: UTF8.self)
+                == #"{"messageParam":"Breaking \#(category) News : Quake \"hits\""}"#
+        )
         let auth = try #require(request.header("Authorization").flatMap(SASToken.parse))
         #expect(auth.resource == "http%3a%2f%2f127.0.0.1%3a\(server.port)%2fbreaking")
         #expect(auth.keyName == "DefaultFullSharedAccessSignature")
@@ -69,7 +91,9 @@ import TestSupport
         configuration.eventLoops = loops
         let transport = CurlTransport(configuration: configuration, logger: Self.logger)
         let hub = try client(server, transport: transport)
-        for i in 0..<1000 { _ = try await hub.sendTemplate(properties: [("messageParam", "n\(i)")], tagExpression: "World") }
+        for i in 0..<1000 {
+            _ = try await hub.sendTemplate(properties: [("messageParam", "n\(i)")], tagExpression: "World")
+        }
         #expect(server.requests.count == 1000)
         #expect(server.connections == loops)
         #expect(transport.connectionsOpened == loops)
@@ -80,7 +104,11 @@ import TestSupport
         let server = try ScriptedHTTPServer { _, _ in .init(status: 201, delay: .milliseconds(20)) }
         let hub = try client(server)
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for i in 0..<200 { group.addTask { try await hub.sendTemplate(properties: [("messageParam", "\(i)")], tagExpression: "World").status } }
+            for i in 0..<200 {
+                group.addTask {
+                    try await hub.sendTemplate(properties: [("messageParam", "\(i)")], tagExpression: "World").status
+                }
+            }
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(statuses.count == 200 && statuses.allSatisfy { $0 == 201 })
@@ -95,7 +123,9 @@ import TestSupport
         let transport = CurlTransport(logger: Self.logger)
         let start = ContinuousClock.now
         do {
-            _ = try await transport.send(HTTPRequest(method: .post, url: server.baseURL + "x", body: [1], timeout: .milliseconds(300)))
+            _ = try await transport.send(
+                HTTPRequest(method: .post, url: server.baseURL + "x", body: [1], timeout: .milliseconds(300))
+            )
             Issue.record("no timeout")
         } catch {
             #expect(error.kind == .timeout)
@@ -107,20 +137,33 @@ import TestSupport
         // The server would answer after two minutes: a result before that can only be the abort.
         let server = try ScriptedHTTPServer { _, _ in .init(status: 201, delay: .seconds(120)) }
         let transport = CurlTransport(logger: Self.logger)
-        let task = Task { try await transport.send(HTTPRequest(method: .get, url: server.baseURL + "slow", timeout: .seconds(300))) }
+        let task = Task {
+            try await transport.send(HTTPRequest(method: .get, url: server.baseURL + "slow", timeout: .seconds(300)))
+        }
         while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
         let start = ContinuousClock.now
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - start < .seconds(60), "only a guard: a loaded machine may take seconds to resume the task")
+        #expect(
+            ContinuousClock.now - start < .seconds(60),
+            "only a guard: a loaded machine may take seconds to resume the task"
+        )
         #expect(throws: TransportError.self) { try result.get() }
         if case .failure(let error as TransportError) = result { #expect(error.kind == .cancelled) }
     }
 
     @Test func throttled429IsRetriedAfterItsRetryAfter() async throws {
-        let server = try ScriptedHTTPServer { _, i in i == 0 ? .init(status: 429, headers: [("Retry-After", "1")]) : Self.created }
+        let server = try ScriptedHTTPServer { _, i in
+            i == 0 ? .init(status: 429, headers: [("Retry-After", "1")]) : Self.created
+        }
         let slept = Mutex<[Duration]>([])
-        let hub = try client(server, sleep: { d in slept.withLock { $0.append(d) }; try await Task.sleep(for: d) })
+        let hub = try client(
+            server,
+            sleep: { d in
+                slept.withLock { $0.append(d) }
+                try await Task.sleep(for: d)
+            }
+        )
         let start = ContinuousClock.now
         let result = try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
         #expect(ContinuousClock.now - start >= .seconds(1))
@@ -130,14 +173,25 @@ import TestSupport
 
     @Test func quotaExceeded403IsRetriedButOther403IsFinal() async throws {
         let quota = try ScriptedHTTPServer { _, i in
-            i == 0 ? .init(status: 403, body: "<Error><Code>403</Code><Detail>QuotaExceeded: too many sends</Detail></Error>") : Self.created
+            i == 0
+                ? .init(
+                    status: 403,
+                    body: "<Error><Code>403</Code><Detail>QuotaExceeded: too many sends</Detail></Error>"
+                ) : Self.created
         }
         let retried = try await client(quota).sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
         #expect(retried.attempts == 2 && retried.throttledAttempts == 1)
 
-        let denied = try ScriptedHTTPServer { _, _ in .init(status: 403, body: "<Error><Code>403</Code><Detail>The token does not have the Send claim.</Detail></Error>") }
+        let denied = try ScriptedHTTPServer { _, _ in
+            .init(
+                status: 403,
+                body: "<Error><Code>403</Code><Detail>The token does not have the Send claim.</Detail></Error>"
+            )
+        }
         let deniedHub = try client(denied)
-        let error = await failure { () throws(SendFailure) in try await deniedHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        let error = await failure { () throws(SendFailure) in
+            try await deniedHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        }
         #expect(error?.reason == .forbidden && error?.attempts == 1 && error?.status == 403)
         #expect(error?.message == "The token does not have the Send claim.")
         #expect(denied.requests.count == 1)
@@ -150,15 +204,24 @@ import TestSupport
     }
 
     @Test func badRequestIsNotRetriedAndExhaustionReportsTheLastStatus() async throws {
-        let bad = try ScriptedHTTPServer { _, _ in .init(status: 400, body: "<Error><Code>400</Code><Detail>Bad tags</Detail></Error>") }
+        let bad = try ScriptedHTTPServer { _, _ in
+            .init(status: 400, body: "<Error><Code>400</Code><Detail>Bad tags</Detail></Error>")
+        }
         let badHub = try client(bad)
-        let badError = await failure { () throws(SendFailure) in try await badHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        let badError = await failure { () throws(SendFailure) in
+            try await badHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        }
         #expect(badError?.reason == .badRequest && badError?.attempts == 1)
         #expect(bad.requests.count == 1)
 
         let down = try ScriptedHTTPServer { _, _ in .init(status: 503) }
-        let downHub = try client(down, retry: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(1), maxDelay: .milliseconds(2)))
-        let downError = await failure { () throws(SendFailure) in try await downHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        let downHub = try client(
+            down,
+            retry: RetryPolicy(maxAttempts: 4, baseDelay: .milliseconds(1), maxDelay: .milliseconds(2))
+        )
+        let downError = await failure { () throws(SendFailure) in
+            try await downHub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        }
         #expect(downError?.reason == .serverError && downError?.attempts == 4 && downError?.status == 503)
         #expect(down.requests.count == 4)
     }
@@ -166,11 +229,17 @@ import TestSupport
     @Test func retriesStopBeforeTheDeadlineRatherThanAfter() async throws {
         // A hub down with 503, backoffs drawn below 4 s, on a clock that the sleeps advance; attempts
         // enough that only the deadline can end the send.
-        let down = try ScriptedHTTPServer { _, _ in .init(status: 503, body: "<Error><Code>503</Code><Detail>Down</Detail></Error>") }
+        let down = try ScriptedHTTPServer { _, _ in
+            .init(status: 503, body: "<Error><Code>503</Code><Detail>Down</Detail></Error>")
+        }
         let now = Mutex(1_000.0)
-        let hub = try client(down, retry: RetryPolicy(maxAttempts: 10_000, baseDelay: .seconds(4), maxDelay: .seconds(4)),
-                             sleep: { d in now.withLock { $0 += Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 } },
-                             clock: { now.withLock { $0 } })
+        let hub = try client(
+            down,
+            retry: RetryPolicy(maxAttempts: 10_000, baseDelay: .seconds(4), maxDelay: .seconds(4)),
+            sleep: { d in now.withLock { $0 += Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+            },
+            clock: { now.withLock { $0 } }
+        )
         let error = await failure { () throws(SendFailure) in
             try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World", deadline: 1_006)
         }
@@ -188,11 +257,23 @@ import TestSupport
     }
 
     @Test func unauthorizedTriggersExactlyOneTokenRefresh() async throws {
-        let server = try ScriptedHTTPServer { _, _ in .init(status: 401, body: "<Error><Code>401</Code><Detail>ExpiredToken</Detail></Error>") }
+        let server = try ScriptedHTTPServer { _, _ in
+            .init(status: 401, body: "<Error><Code>401</Code><Detail>ExpiredToken</Detail></Error>")
+        }
         // A clock that moves a minute per reading, so the refreshed token differs from the rejected one.
         let ticks = Mutex<Double>(1_800_000_000)
-        let hub = try client(server, clock: { ticks.withLock { $0 += 60; return $0 } })
-        let error = await failure { () throws(SendFailure) in try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
+        let hub = try client(
+            server,
+            clock: {
+                ticks.withLock {
+                    $0 += 60
+                    return $0
+                }
+            }
+        )
+        let error = await failure { () throws(SendFailure) in
+            try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        }
         #expect(error?.reason == .unauthorized && error?.attempts == 2)
         #expect(hub.tokens.mintCount == 2)
         #expect(server.requests.count == 2)
@@ -202,19 +283,31 @@ import TestSupport
     /// The hub's error text reaches the user as the service wrote it: `token's`, not `token&apos;s`.
     @Test func errorDetailIsDecodedAsXML() async throws {
         let server = try ScriptedHTTPServer { _, _ in
-            .init(status: 401, body: "<Error><Code>401</Code><Detail>MalformedToken: not in the token&apos;s format &#x2014; &lt;see&gt; &amp;amp;</Detail></Error>")
+            .init(
+                status: 401,
+                body:
+                    "<Error><Code>401</Code><Detail>MalformedToken: not in the token&apos;s format &#x2014; &lt;see&gt; &amp;amp;</Detail></Error>"
+            )
         }
         let hub = try client(server)
-        let error = await failure { () throws(SendFailure) in try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World") }
-        #expect(error?.message == "MalformedToken: not in the token's format \u{2014} <see> &amp;", "\(error?.message ?? "no error")")
+        let error = await failure { () throws(SendFailure) in
+            try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        }
+        #expect(
+            error?.message == "MalformedToken: not in the token's format \u{2014} <see> &amp;",
+            "\(error?.message ?? "no error")"
+        )
     }
 
     @Test func xmlReferencesDecodeInOnePassAndOddOnesStayAsWritten() {
         let cases: [(String, String)] = [
-            ("token&apos;s", "token's"), ("&#39;&#x27;&#X27;", "''&#X27;"), ("&amp;lt;", "&lt;"), ("&lt;&gt;&quot;&amp;", "<>\"&"),
-            ("&#128512;&#x1F600;", "\u{1F600}\u{1F600}"), ("&#xD800;&#0;&#xFFFE;&#x110000;", "&#xD800;&#0;&#xFFFE;&#x110000;"),
+            ("token&apos;s", "token's"), ("&#39;&#x27;&#X27;", "''&#X27;"), ("&amp;lt;", "&lt;"),
+            ("&lt;&gt;&quot;&amp;", "<>\"&"),
+            ("&#128512;&#x1F600;", "\u{1F600}\u{1F600}"),
+            ("&#xD800;&#0;&#xFFFE;&#x110000;", "&#xD800;&#0;&#xFFFE;&#x110000;"),
             ("&nbsp; & &; &#; &#x; &#12a; a&b", "&nbsp; & &; &#; &#x; &#12a; a&b"), ("&#9;&#10;&#13;", "\t\n\r"),
-            ("&#99999999999999999999;", "&#99999999999999999999;"), ("no references", "no references"), ("&&amp;", "&&"),
+            ("&#99999999999999999999;", "&#99999999999999999999;"), ("no references", "no references"),
+            ("&&amp;", "&&"),
         ]
         for (written, decoded) in cases {
             #expect(XMLText.unescape(written) == decoded, "\(written)")
@@ -223,16 +316,25 @@ import TestSupport
         var generator = SeededGenerator(seed: 7)
         let alphabet: [Character] = ["&", "<", ">", "'", "\"", ";", "#", "x", "a", "\u{E9}", "\u{1F600}"]
         for _ in 0..<2000 {
-            let text = String((0..<Int.random(in: 0...20, using: &generator)).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
+            let text = String(
+                (0..<Int.random(in: 0...20, using: &generator)).map { _ in
+                    alphabet[Int.random(in: 0..<alphabet.count, using: &generator)]
+                }
+            )
             #expect(XMLText.unescape(XMLText.escape(text)) == text, "\(text)")
         }
-        #expect(XMLText.text(of: "Detail", in: "<Error><Detail>a &amp; <![CDATA[&amp; raw]]> b</Detail></Error>") == "a & &amp; raw b")
+        #expect(
+            XMLText.text(of: "Detail", in: "<Error><Detail>a &amp; <![CDATA[&amp; raw]]> b</Detail></Error>")
+                == "a & &amp; raw b"
+        )
     }
 
     @Test func invalidTagExpressionNeverReachesTheNetwork() async throws {
         let server = try ScriptedHTTPServer { _, _ in Self.created }
         let hub = try client(server)
-        let error = await failure { () throws(SendFailure) in try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World &&& Sports") }
+        let error = await failure { () throws(SendFailure) in
+            try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World &&& Sports")
+        }
         #expect(error?.reason == .invalid && error?.attempts == 0)
         #expect(error?.message.contains("column") == true)
         #expect(server.requests.isEmpty)

@@ -1,14 +1,19 @@
 import TestSupport
+
 /// Tag-expression text for the fuzz test: valid grammar, token soup, deep nesting, long tags and
 /// OR lists, odd Unicode and control characters, and the degenerate cases.
 enum ExpressionFuzzer {
     static let tagBytes = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@#.:-".utf8)
     static let spaces = ["", " ", "  ", "\t"]
-    static let tokens = ["(", ")", "!", "&&", "||", "&", "|", " ", "\t", "!!", "()", "&&&", "|||", ")(", "!(", "a", "World", "username:x"]
+    static let tokens = [
+        "(", ")", "!", "&&", "||", "&", "|", " ", "\t", "!!", "()", "&&&", "|||", ")(", "!(", "a", "World",
+        "username:x",
+    ]
     /// Controls, separators, bidi and zero-width characters, non-ASCII letters, emoji, full-width operators.
     static let oddScalars: [Unicode.Scalar] = [
         "\u{0}", "\u{1B}", "\n", "\r", "\u{7F}", "\u{85}", "\u{9B}", "\u{200B}", "\u{200D}", "\u{202E}", "\u{2028}",
-        "\u{FEFF}", "\u{FFFD}", "\u{FFFF}", "\u{E000}", "\u{10FFFF}", "\u{301}", "é", "ß", "ニ", "😀", "！", "（", "）", "＆", "｜",
+        "\u{FEFF}", "\u{FFFD}", "\u{FFFF}", "\u{E000}", "\u{10FFFF}", "\u{301}", "é", "ß", "ニ", "😀", "！", "（", "）", "＆",
+        "｜",
     ]
 
     static func make(_ rng: inout SeededGenerator) -> String {
@@ -27,7 +32,10 @@ enum ExpressionFuzzer {
 
     static func tag(_ rng: inout SeededGenerator, length: Int? = nil) -> String {
         let count = length ?? Int.random(in: 1...20, using: &rng)
-        return String(decoding: (0..<count).map { _ in tagBytes.randomElement(using: &rng) ?? UInt8(ascii: "a") }, as: UTF8.self)
+        return String(
+            decoding: (0..<count).map { _ in tagBytes.randomElement(using: &rng) ?? UInt8(ascii: "a") },
+            as: UTF8.self
+        )
     }
 
     static func space(_ rng: inout SeededGenerator) -> String { spaces.randomElement(using: &rng) ?? "" }
@@ -112,7 +120,10 @@ enum ExpressionFuzzer {
     }
 
     static func degenerate(_ rng: inout SeededGenerator) -> String {
-        ["", " ", "\t\t", "&&", "||", "!", "()", "(", ")", "&& ||", "a ||", "|| a", "!&&", "a b", "(a)(b)", "a && && b",
-         "\u{0}", "\n", "a\u{0}", "!()", "((()))", "a || (b &&)", "a ! b"].randomElement(using: &rng) ?? ""
+        [
+            "", " ", "\t\t", "&&", "||", "!", "()", "(", ")", "&& ||", "a ||", "|| a", "!&&", "a b", "(a)(b)",
+            "a && && b",
+            "\u{0}", "\n", "a\u{0}", "!()", "((()))", "a || (b &&)", "a ! b",
+        ].randomElement(using: &rng) ?? ""
     }
 }

@@ -14,42 +14,73 @@ import Testing
     }
 
     func client(_ transport: some HTTPTransport, sleeps: Sleeps = Sleeps()) throws -> NotificationHubClient {
-        let connection = try ConnectionString(parsing:
-            "Endpoint=sb://hubcast-ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=\(Self.key)")
+        let connection = try ConnectionString(
+            parsing:
+                "Endpoint=sb://hubcast-ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=\(Self.key)"
+        )
         var config = NotificationHubConfiguration(connection: connection, hubName: "breaking")
         config.retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(4))
-        return NotificationHubClient(configuration: config, transport: transport, logger: Logger(label: "t"),
-                                     sleep: { duration in sleeps.list.withLock { $0.append(duration) } }, random: { 0.5 })
+        return NotificationHubClient(
+            configuration: config,
+            transport: transport,
+            logger: Logger(label: "t"),
+            sleep: { duration in sleeps.list.withLock { $0.append(duration) } },
+            random: { 0.5 }
+        )
     }
 
     @Test func aTemplateSendIsOneRequestToTheMessagesURL() async throws {
         let seen = Mutex<[HTTPRequest]>([])
         let transport = InMemoryTransport { request in
             seen.withLock { $0.append(request) }
-            return HTTPResponse(status: 201, headers: [HTTPHeader("location", "https://hubcast-ns.servicebus.windows.net/breaking/messages/42?api-version=2020-06")])
+            return HTTPResponse(
+                status: 201,
+                headers: [
+                    HTTPHeader(
+                        "location",
+                        "https://hubcast-ns.servicebus.windows.net/breaking/messages/42?api-version=2020-06"
+                    )
+                ]
+            )
         }
-        let result = try await client(transport).sendTemplate(properties: [("messageParam", "Quake")], tagExpression: "World || Science")
+        let result = try await client(transport).sendTemplate(
+            properties: [("messageParam", "Quake")],
+            tagExpression: "World || Science"
+        )
         #expect(result.status == 201 && result.attempts == 1 && result.notificationID == "42")
         let request = try #require(seen.withLock { $0.first })
         #expect(request.method == .post)
         #expect(request.url == "https://hubcast-ns.servicebus.windows.net/breaking/messages/?api-version=2020-06")
-        let headers = Dictionary(request.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+        let headers = Dictionary(
+            request.headers.map { ($0.name.lowercased(), $0.value) },
+            uniquingKeysWith: { a, _ in a }
+        )
         #expect(headers["servicebusnotification-format"] == "template")
         #expect(headers["servicebusnotification-tags"] == "World || Science")
-        #expect(headers["authorization"]?.hasPrefix("SharedAccessSignature sr=https%3a%2f%2fhubcast-ns.servicebus.windows.net%2fbreaking") == true)
+        #expect(
+            headers["authorization"]?.hasPrefix(
+                "SharedAccessSignature sr=https%3a%2f%2fhubcast-ns.servicebus.windows.net%2fbreaking"
+            ) == true
+        )
         #expect(String(decoding: request.body, as: UTF8.self) == #"{"messageParam":"Quake"}"#)
     }
 
     @Test func a503IsRetriedWithBackoffAndAConnectionFailureToo() async throws {
         let attempt = Mutex(0)
         let transport = InMemoryTransport { _ throws(TransportError) in
-            let n = attempt.withLock { $0 += 1; return $0 }
+            let n = attempt.withLock {
+                $0 += 1
+                return $0
+            }
             if n == 1 { return HTTPResponse(status: 503) }
             if n == 2 { throw TransportError(.connection, message: "connection reset") }
             return HTTPResponse(status: 201)
         }
         let sleeps = Sleeps()
-        let result = try await client(transport, sleeps: sleeps).sendTemplate(properties: [("messageParam", "x")], tagExpression: "World")
+        let result = try await client(transport, sleeps: sleeps).sendTemplate(
+            properties: [("messageParam", "x")],
+            tagExpression: "World"
+        )
         #expect(result.attempts == 3)
         // Full jitter at 0.5: half of 1 s, then half of 2 s.
         #expect(sleeps.list.withLock { $0 } == [.milliseconds(500), .seconds(1)])
@@ -59,7 +90,10 @@ import Testing
         let attempts = Mutex(0)
         let transport = InMemoryTransport { _ in
             attempts.withLock { $0 += 1 }
-            return HTTPResponse(status: 401, body: Array("<Error><Code>401</Code><Detail>the token&apos;s signature is wrong</Detail></Error>".utf8))
+            return HTTPResponse(
+                status: 401,
+                body: Array("<Error><Code>401</Code><Detail>the token&apos;s signature is wrong</Detail></Error>".utf8)
+            )
         }
         let hub = try client(transport)
         do {

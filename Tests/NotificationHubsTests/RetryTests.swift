@@ -1,5 +1,6 @@
-@testable import NotificationHubs
 import Testing
+
+@testable import NotificationHubs
 
 @Suite struct RetryPolicyTests {
     @Test func fullJitterScheduleIsExact() {
@@ -26,15 +27,22 @@ import Testing
     }
 
     @Test func classificationFollowsNotificationHubs() {
-        let quota = Array("<Error><Code>403</Code><Detail>The amount of sends exceeded the QuotaExceeded limit</Detail></Error>".utf8)
+        let quota = Array(
+            "<Error><Code>403</Code><Detail>The amount of sends exceeded the QuotaExceeded limit</Detail></Error>".utf8
+        )
         #expect(SendOutcome.classify(status: 201, retryAfter: nil, body: []) == .success)
         #expect(SendOutcome.classify(status: 429, retryAfter: "1", body: []) == .retry(.throttled))
         #expect(SendOutcome.classify(status: 403, retryAfter: nil, body: quota) == .retry(.throttled))
         #expect(SendOutcome.classify(status: 403, retryAfter: "5", body: []) == .retry(.throttled))
-        #expect(SendOutcome.classify(status: 403, retryAfter: nil, body: Array("Unauthorized access: no Send claim".utf8)) == .final(.forbidden))
+        #expect(
+            SendOutcome.classify(status: 403, retryAfter: nil, body: Array("Unauthorized access: no Send claim".utf8))
+                == .final(.forbidden)
+        )
         #expect(SendOutcome.classify(status: 401, retryAfter: nil, body: []) == .refreshTokenAndRetry)
         #expect(SendOutcome.classify(status: 408, retryAfter: nil, body: []) == .retry(.timeout))
-        for status in [500, 503, 504] { #expect(SendOutcome.classify(status: status, retryAfter: nil, body: []) == .retry(.serverError)) }
+        for status in [500, 503, 504] {
+            #expect(SendOutcome.classify(status: status, retryAfter: nil, body: []) == .retry(.serverError))
+        }
         #expect(SendOutcome.classify(status: 400, retryAfter: nil, body: []) == .final(.badRequest))
         #expect(SendOutcome.classify(status: 404, retryAfter: nil, body: []) == .final(.notFound))
         #expect(SendOutcome.classify(status: 410, retryAfter: nil, body: []) == .final(.gone))

@@ -1,6 +1,7 @@
 import News
-@testable import NotificationHubs
 import Testing
+
+@testable import NotificationHubs
 
 /// The nesting limit, the flat OR/AND lists, and error messages that show what the text held.
 @Suite struct TagExpressionDepthTests {
@@ -15,7 +16,9 @@ import Testing
         #expect(text.utf8.count == 64_005, "under the 64 KB item limit, so only the parser can stop it")
         #expect(throws: Self.tooDeep) { try TagExpression(parsing: text) }
         #expect(throws: Self.tooDeep) { try Audience(expression: text) }
-        #expect(throws: Self.tooDeep) { try Audience(for: NewsItem(id: "p", headline: "h", tagExpression: text), category: "World") }
+        #expect(throws: Self.tooDeep) {
+            try Audience(for: NewsItem(id: "p", headline: "h", tagExpression: text), category: "World")
+        }
         #expect(Self.tooDeep.description == "tag expression: nests '(' and '!' more than 64 levels deep at column 65")
     }
 
@@ -56,7 +59,12 @@ import Testing
 
         let and = tags.joined(separator: " && ")
         #expect(try TagExpression.parseUnlimited(and).tags.count == 100_000)
-        #expect(throws: TagExpression.Invalid(reason: "has 100000 tags with && or !; Notification Hubs allows 6", column: nil)) {
+        #expect(
+            throws: TagExpression.Invalid(
+                reason: "has 100000 tags with && or !; Notification Hubs allows 6",
+                column: nil
+            )
+        ) {
             try Audience(expression: and)
         }
     }
@@ -66,7 +74,10 @@ import Testing
         for text in ["a || b || c", "(a || b) || c", "a || (b || c)", "((a)) || ((b || (c)))"] {
             #expect(try TagExpression(parsing: text) == abc, "\(text)")
         }
-        #expect(try TagExpression(parsing: "(a && b) && (c && !d)") == .and([.tag("a"), .tag("b"), .tag("c"), .not(.tag("d"))]))
+        #expect(
+            try TagExpression(parsing: "(a && b) && (c && !d)")
+                == .and([.tag("a"), .tag("b"), .tag("c"), .not(.tag("d"))])
+        )
         let grouped = try TagExpression(parsing: "(a || b) && !(c && d)")
         #expect(grouped == .and([.or([.tag("a"), .tag("b")]), .not(.and([.tag("c"), .tag("d")]))]))
         #expect(grouped.description == "(a || b) && !(c && d)")

@@ -1,7 +1,8 @@
-import TestSupport
 import News
-@testable import NotificationHubs
+import TestSupport
 import Testing
+
+@testable import NotificationHubs
 
 /// Whatever text an item carries, the parser answers with a tree or `Invalid`: it never crashes.
 @Suite struct TagExpressionFuzzTests {
@@ -30,11 +31,17 @@ import Testing
                 if let column = error.column {
                     #expect((1...text.utf8.count + 1).contains(column), "\(shown): column \(column)")
                 }
-                #expect(error.description.unicodeScalars.allSatisfy(LegibleText.isLegible), "\(shown): \(LegibleText.quoted(error.description))")
+                #expect(
+                    error.description.unicodeScalars.allSatisfy(LegibleText.isLegible),
+                    "\(shown): \(LegibleText.quoted(error.description))"
+                )
             }
         }
         // Every kind of outcome happened, so the generator is not feeding one path only.
-        #expect(parsed > 2_500 && refused > 2_500 && refusedForDepth > 250, "parsed \(parsed), refused \(refused) (\(refusedForDepth) for depth)")
+        #expect(
+            parsed > 2_500 && refused > 2_500 && refusedForDepth > 250,
+            "parsed \(parsed), refused \(refused) (\(refusedForDepth) for depth)"
+        )
     }
 
     /// The canonical text parses back to the same tree; the walks hold on whatever parsed.
@@ -45,7 +52,9 @@ import Testing
             #expect(again == expression, "\(shown)")
             #expect(again.description == canonical, "\(shown)")
         } catch {
-            Issue.record("\(shown): its description \(LegibleText.quoted(canonical.prefix(80))) does not parse: \(error)")
+            Issue.record(
+                "\(shown): its description \(LegibleText.quoted(canonical.prefix(80))) does not parse: \(error)"
+            )
         }
         let tags = expression.tags
         #expect(!tags.isEmpty && tags.allSatisfy(TagSyntax.isTag), "\(shown)")
@@ -60,7 +69,10 @@ import Testing
         guard let audience = try? Audience(expression: text) else { return }
         #expect(!audience.expressions.isEmpty, "\(shown)")
         for expression in audience.expressions {
-            #expect((try? TagExpression(parsing: expression)) != nil, "\(shown): \(LegibleText.quoted(expression.prefix(80)))")
+            #expect(
+                (try? TagExpression(parsing: expression)) != nil,
+                "\(shown): \(LegibleText.quoted(expression.prefix(80)))"
+            )
         }
     }
 }

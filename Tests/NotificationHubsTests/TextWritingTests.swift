@@ -1,8 +1,9 @@
 import CCurl
 import Foundation
 import News
-@testable import NotificationHubs
 import Testing
+
+@testable import NotificationHubs
 
 /// The hand-written formatting that replaced Foundation's formatters (which load ICU) and the
 /// string escaping every request body goes through.
@@ -61,7 +62,10 @@ import Testing
     }
 
     @Test func quotedStringsParseBackToThemselves() throws {
-        let alphabet: [Character] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "漢", "😀", "\u{2028}"]
+        let alphabet: [Character] = [
+            "a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "漢", "😀",
+            "\u{2028}",
+        ]
         var generator = SystemRandomNumberGenerator()
         for length in 0..<300 {
             let text = String((0..<length).map { _ in alphabet.randomElement(using: &generator)! })
@@ -85,7 +89,9 @@ import Testing
         let c = cache.take(sports)
         #expect(c !== a && cache.count == 2)
         // Full, and every list in use: a third one is added, none is freed.
-        let rotatedHeaders = [HTTPHeader("ServiceBusNotification-Tags", "World"), HTTPHeader("Authorization", "token-2")]
+        let rotatedHeaders = [
+            HTTPHeader("ServiceBusNotification-Tags", "World"), HTTPHeader("Authorization", "token-2"),
+        ]
         let rotated = cache.take(rotatedHeaders)
         #expect(cache.count == 3)
         cache.release(a)
@@ -129,11 +135,20 @@ import Testing
 
     @Test func statesBeforeTheEndAreNotFinalAndADocumentWithoutStateIsRefused() {
         for state in ["Enqueued", "Processing", "Scheduled", "Unknown"] {
-            #expect(NotificationDetails(xml: "<NotificationDetails><State>\(state)</State></NotificationDetails>")?.isFinal == false)
+            #expect(
+                NotificationDetails(xml: "<NotificationDetails><State>\(state)</State></NotificationDetails>")?.isFinal
+                    == false
+            )
         }
-        #expect(NotificationDetails(xml: "<NotificationDetails><State>NoTargetFound</State></NotificationDetails>")?.isFinal == true)
+        #expect(
+            NotificationDetails(xml: "<NotificationDetails><State>NoTargetFound</State></NotificationDetails>")?.isFinal
+                == true
+        )
         #expect(NotificationDetails(xml: "<Error><Code>404</Code></Error>") == nil)
         // An outcome without a numeric count is left out, not guessed.
-        #expect(NotificationDetails(xml: "<State>Completed</State><Outcome><Name>Success</Name><Count>x</Count></Outcome>")?.outcomes.isEmpty == true)
+        #expect(
+            NotificationDetails(xml: "<State>Completed</State><Outcome><Name>Success</Name><Count>x</Count></Outcome>")?
+                .outcomes.isEmpty == true
+        )
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,8 +24,9 @@ public func freeLoopbackPort() -> Int {
 /// The first port of `net.ipv4.ip_local_port_range` (Linux's default 32768 if unreadable).
 private func ephemeralRangeStart() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8),
-          let first = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first,
-          let low = Int(first) else { return 32_768 }
+        let first = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first,
+        let low = Int(first)
+    else { return 32_768 }
     return low
 }
 

@@ -30,16 +30,25 @@ public enum HubcastBinary {
     }
 
     /// Runs hubcast to completion with optional stdin; kills it after `timeout`.
-    public static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
-                           timeout: Duration = .seconds(60)) async throws -> Result {
+    public static func run(
+        _ arguments: [String],
+        stdin: String? = nil,
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) async throws -> Result {
         try await ChildProcess.run(path, arguments, stdin: stdin, environment: environment, timeout: timeout)
     }
 }
 
 /// Runs any program to completion, capturing its output.
 public enum ChildProcess {
-    public static func run(_ executable: String, _ arguments: [String], stdin: String? = nil,
-                           environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> HubcastBinary.Result {
+    public static func run(
+        _ executable: String,
+        _ arguments: [String],
+        stdin: String? = nil,
+        environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) async throws -> HubcastBinary.Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : try which(executable))
         process.arguments = arguments
@@ -55,13 +64,18 @@ public enum ChildProcess {
         async let stderrData = readToEnd(err.fileHandleForReading)
         let deadline = ContinuousClock.now + timeout
         while process.isRunning {
-            if ContinuousClock.now > deadline { process.terminate(); break }
+            if ContinuousClock.now > deadline {
+                process.terminate()
+                break
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         process.waitUntilExit()
-        return HubcastBinary.Result(status: process.terminationStatus,
-                                    stdout: String(decoding: await stdoutData, as: UTF8.self),
-                                    stderr: String(decoding: await stderrData, as: UTF8.self))
+        return HubcastBinary.Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: await stdoutData, as: UTF8.self),
+            stderr: String(decoding: await stderrData, as: UTF8.self)
+        )
     }
 
     /// The full path of a program on PATH.

@@ -9,8 +9,16 @@ public enum KafkaTestKit {
         return logger
     }()
 
-    public static func consumerConfiguration(_ bootstrap: String, group: String, topics: [String]) -> KafkaConsumerConfiguration {
-        var config = KafkaConsumerConfiguration(kafka: KafkaConfiguration(bootstrapServers: bootstrap), groupID: group, topics: topics)
+    public static func consumerConfiguration(
+        _ bootstrap: String,
+        group: String,
+        topics: [String]
+    ) -> KafkaConsumerConfiguration {
+        var config = KafkaConsumerConfiguration(
+            kafka: KafkaConfiguration(bootstrapServers: bootstrap),
+            groupID: group,
+            topics: topics
+        )
         config.sessionTimeoutMs = 6000
         // Quicker group joins on the mock cluster; real clusters keep their defaults.
         config.kafka.properties["topic.metadata.refresh.interval.ms"] = "1000"
@@ -19,10 +27,15 @@ public enum KafkaTestKit {
 
     /// Publishes `count` messages with keys and values "0"… "count-1", spread over the partitions by key.
     public static func produce(_ count: Int, topic: String, bootstrap: String, from start: Int = 0) async throws {
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: bootstrap)), logger: logger)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: bootstrap)),
+            logger: logger
+        )
         try await withThrowingTaskGroup(of: DeliveryReport.self) { group in
             for i in start..<(start + count) {
-                group.addTask { try await producer.send(topic: topic, key: Array("k\(i)".utf8), value: Array("\(i)".utf8)) }
+                group.addTask {
+                    try await producer.send(topic: topic, key: Array("k\(i)".utf8), value: Array("\(i)".utf8))
+                }
             }
             try await group.waitForAll()
         }
@@ -30,9 +43,15 @@ public enum KafkaTestKit {
     }
 
     /// Runs the consumer's poll loop around `body`, then stops it and waits for it to leave the group.
-    public static func withRunning<T: Sendable>(_ consumer: KafkaConsumer, _ body: @Sendable (KafkaConsumer.Messages) async throws -> T) async throws -> T {
+    public static func withRunning<T: Sendable>(
+        _ consumer: KafkaConsumer,
+        _ body: @Sendable (KafkaConsumer.Messages) async throws -> T
+    ) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await consumer.run(); return nil }
+            group.addTask {
+                try await consumer.run()
+                return nil
+            }
             let result: T
             do {
                 result = try await body(consumer.messages)
@@ -47,7 +66,11 @@ public enum KafkaTestKit {
     }
 
     /// Takes messages until `count` arrived or `timeout` passed.
-    public static func take(_ count: Int, from messages: KafkaConsumer.Messages, timeout: Duration = .seconds(60)) async -> [KafkaMessage] {
+    public static func take(
+        _ count: Int,
+        from messages: KafkaConsumer.Messages,
+        timeout: Duration = .seconds(60)
+    ) async -> [KafkaMessage] {
         await withTaskGroup(of: [KafkaMessage].self) { group in
             group.addTask {
                 var taken: [KafkaMessage] = []

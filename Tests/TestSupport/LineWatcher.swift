@@ -44,7 +44,11 @@ public final class LineWatcher: Sendable {
     public var ended: Bool { state.withLock { $0.ended } }
 
     /// Everything read so far.
-    public var text: String { state.withLock { s in (s.lines.map(\.text) + [String(decoding: s.partial, as: UTF8.self)]).joined(separator: "\n") } }
+    public var text: String {
+        state.withLock { s in
+            (s.lines.map(\.text) + [String(decoding: s.partial, as: UTF8.self)]).joined(separator: "\n")
+        }
+    }
 
     /// Waits for the pipe's end (at most `timeout`, a guard); returns everything it carried.
     public func all(timeout: Duration = .seconds(600)) async -> String {
@@ -60,7 +64,10 @@ public final class LineWatcher: Sendable {
 
     /// Waits for a line (already read or still to come) that matches; nil if the pipe ends first
     /// or the guard timeout passes.
-    public func first(timeout: Duration = .seconds(120), where matches: @escaping @Sendable (Line) -> Bool) async -> Line? {
+    public func first(
+        timeout: Duration = .seconds(120),
+        where matches: @escaping @Sendable (Line) -> Bool
+    ) async -> Line? {
         let id = state.withLock { s in
             s.nextID += 1
             return s.nextID
@@ -83,9 +90,15 @@ public final class LineWatcher: Sendable {
     }
 
     /// Waits for the `n`th line that matches, counting the lines already read; see `first(timeout:where:)`.
-    public func nth(_ n: Int, timeout: Duration = .seconds(120), where matches: @escaping @Sendable (String) -> Bool) async -> Line? {
+    public func nth(
+        _ n: Int,
+        timeout: Duration = .seconds(120),
+        where matches: @escaping @Sendable (String) -> Bool
+    ) async -> Line? {
         let seen = MatchCount()
-        return await first(timeout: timeout) { line in matches(line.text) && seen.value.add(1, ordering: .relaxed).newValue >= n }
+        return await first(timeout: timeout) { line in
+            matches(line.text) && seen.value.add(1, ordering: .relaxed).newValue >= n
+        }
     }
 
     private final class MatchCount: Sendable {
@@ -93,7 +106,10 @@ public final class LineWatcher: Sendable {
     }
 
     /// The text of the first line that matches; see `first(timeout:where:)`.
-    public func line(timeout: Duration = .seconds(120), where matches: @escaping @Sendable (String) -> Bool) async -> String? {
+    public func line(
+        timeout: Duration = .seconds(120),
+        where matches: @escaping @Sendable (String) -> Bool
+    ) async -> String? {
         await first(timeout: timeout) { matches($0.text) }?.text
     }
 
@@ -102,7 +118,10 @@ public final class LineWatcher: Sendable {
             s.partial.append(chunk)
             var woken: [(CheckedContinuation<Line?, Never>, Line)] = []
             while let newline = s.partial.firstIndex(of: 0x0A) {
-                let line = Line(at: instant, text: String(decoding: s.partial[s.partial.startIndex..<newline], as: UTF8.self))
+                let line = Line(
+                    at: instant,
+                    text: String(decoding: s.partial[s.partial.startIndex..<newline], as: UTF8.self)
+                )
                 s.partial = Data(s.partial[s.partial.index(after: newline)...])
                 s.lines.append(line)
                 for (id, waiter) in s.waiters where waiter.matches(line) {

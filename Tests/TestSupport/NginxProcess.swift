@@ -15,9 +15,15 @@ public final class NginxProcess: @unchecked Sendable {
         port = freeLoopbackPort()
         var listen = "listen 127.0.0.1:\(port);"
         if tls {
-            let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
-            let made = try await ChildProcess.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                                                              "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"])
+            let cert = directory.appendingPathComponent("cert.pem").path,
+                key = directory.appendingPathComponent("key.pem").path
+            let made = try await ChildProcess.run(
+                "openssl",
+                [
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                ]
+            )
             guard made.status == 0 else { throw ChildProcess.NotFound(name: "openssl (\(made.stderr))") }
             certificate = cert
             listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(cert); ssl_certificate_key \(key);"
@@ -46,7 +52,10 @@ public final class NginxProcess: @unchecked Sendable {
         while !canConnect(port: port) {
             guard process.isRunning, ContinuousClock.now < deadline else {
                 stop()
-                throw ServerProcess.StartFailed(command: "nginx", stderr: (try? String(contentsOfFile: "\(d)/error.log", encoding: .utf8)) ?? "")
+                throw ServerProcess.StartFailed(
+                    command: "nginx",
+                    stderr: (try? String(contentsOfFile: "\(d)/error.log", encoding: .utf8)) ?? ""
+                )
             }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -78,6 +87,8 @@ public func canConnect(port: Int) -> Bool {
     address.sin_port = UInt16(port).bigEndian
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
     }
 }

@@ -18,27 +18,47 @@ public final class PostgresServer: @unchecked Sendable {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let asRoot = getuid() == 0
         if asRoot { _ = try await ChildProcess.run("chown", ["postgres:postgres", dataDirectory.path]) }
-        let initdb = try await Self.run(asRoot, binDirectory + "/initdb",
-                                        ["-D", dataDirectory.path, "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync"])
+        let initdb = try await Self.run(
+            asRoot,
+            binDirectory + "/initdb",
+            ["-D", dataDirectory.path, "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync"]
+        )
         guard initdb.status == 0 else { throw Failed(description: "initdb failed: \(initdb.stderr)") }
 
         process = Process()
-        process.executableURL = URL(fileURLWithPath: asRoot ? try ChildProcess.which("runuser") : binDirectory + "/postgres")
-        let serverArguments = ["-D", dataDirectory.path, "-p", String(port), "-k", dataDirectory.path, "-c", "listen_addresses=127.0.0.1",
-                               "-c", "fsync=off", "-c", "max_connections=100"]
-        process.arguments = asRoot ? ["-u", "postgres", "--", binDirectory + "/postgres"] + serverArguments : serverArguments
+        process.executableURL = URL(
+            fileURLWithPath: asRoot ? try ChildProcess.which("runuser") : binDirectory + "/postgres"
+        )
+        let serverArguments = [
+            "-D", dataDirectory.path, "-p", String(port), "-k", dataDirectory.path, "-c", "listen_addresses=127.0.0.1",
+            "-c", "fsync=off", "-c", "max_connections=100",
+        ]
+        process.arguments =
+            asRoot ? ["-u", "postgres", "--", binDirectory + "/postgres"] + serverArguments : serverArguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
 
         // Ready when it accepts a connection: pg_isready answers at once either way.
         let ready = try await poll(every: .milliseconds(100), timeout: .seconds(60)) { () async throws -> Bool? in
-            let answer = try await ChildProcess.run(binDirectory + "/pg_isready", ["-h", "127.0.0.1", "-p", String(port), "-U", user])
+            let answer = try await ChildProcess.run(
+                binDirectory + "/pg_isready",
+                ["-h", "127.0.0.1", "-p", String(port), "-U", user]
+            )
             return answer.status == 0 ? true : (process.isRunning ? nil : false)
         }
-        guard ready == true else { stop(); throw Failed(description: "PostgreSQL did not start") }
-        let created = try await ChildProcess.run(binDirectory + "/createdb", ["-h", "127.0.0.1", "-p", String(port), "-U", user, database])
-        guard created.status == 0 else { stop(); throw Failed(description: "createdb failed: \(created.stderr)") }
+        guard ready == true else {
+            stop()
+            throw Failed(description: "PostgreSQL did not start")
+        }
+        let created = try await ChildProcess.run(
+            binDirectory + "/createdb",
+            ["-h", "127.0.0.1", "-p", String(port), "-U", user, database]
+        )
+        guard created.status == 0 else {
+            stop()
+            throw Failed(description: "createdb failed: \(created.stderr)")
+        }
     }
 
     /// `postgres://hubcast@127.0.0.1:<port>/hubcast?sslmode=disable`.
@@ -68,15 +88,23 @@ public final class PostgresServer: @unchecked Sendable {
 
     deinit { stop() }
 
-    private static func run(_ asRoot: Bool, _ executable: String, _ arguments: [String]) async throws -> HubcastBinary.Result {
-        asRoot ? try await ChildProcess.run("runuser", ["-u", "postgres", "--", executable] + arguments)
+    private static func run(
+        _ asRoot: Bool,
+        _ executable: String,
+        _ arguments: [String]
+    ) async throws -> HubcastBinary.Result {
+        asRoot
+            ? try await ChildProcess.run("runuser", ["-u", "postgres", "--", executable] + arguments)
             : try await ChildProcess.run(executable, arguments)
     }
 
     private static func findBinaries() throws -> String {
         let root = "/usr/lib/postgresql"
-        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init).sorted()
-        guard let version = versions.last, FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/postgres") else {
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).compactMap(Int.init)
+            .sorted()
+        guard let version = versions.last,
+            FileManager.default.isExecutableFile(atPath: "\(root)/\(version)/bin/postgres")
+        else {
             throw Failed(description: "PostgreSQL is not installed: run `make setup` (Debian's postgresql package)")
         }
         return "\(root)/\(version)/bin"

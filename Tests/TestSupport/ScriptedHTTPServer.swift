@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,7 +30,13 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
         /// Close the connection without answering.
         public var drop = false
 
-        public init(status: Int, headers: [(String, String)] = [], body: String = "", delay: Duration = .zero, drop: Bool = false) {
+        public init(
+            status: Int,
+            headers: [(String, String)] = [],
+            body: String = "",
+            delay: Duration = .zero,
+            drop: Bool = false
+        ) {
             self.status = status
             self.headers = headers
             self.body = body
@@ -56,7 +63,9 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard ok, listen(fd, 512) == 0 else { throw POSIXError(.EADDRINUSE) }
         listener = fd
@@ -95,7 +104,10 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
             // Read the head.
             var headEnd: Int?
             while headEnd == nil {
-                if let r = find(buffer, Array("\r\n\r\n".utf8)) { headEnd = r; break }
+                if let r = find(buffer, Array("\r\n\r\n".utf8)) {
+                    headEnd = r
+                    break
+                }
                 let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 guard n > 0 else { return }
                 buffer += chunk[0..<n]
@@ -113,15 +125,25 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
                 guard n > 0 else { return }
                 buffer += chunk[0..<n]
             }
-            let request = Request(connection: connection, requestLine: head.first ?? "", headers: headers.map { (name: $0.0, value: $0.1) },
-                                  body: Array(buffer[0..<length]))
+            let request = Request(
+                connection: connection,
+                requestLine: head.first ?? "",
+                headers: headers.map { (name: $0.0, value: $0.1) },
+                body: Array(buffer[0..<length])
+            )
             buffer.removeFirst(length)
             let index = recorded.withLock { list -> Int in
                 list.append(request)
                 return list.count - 1
             }
             let response = script(request, index)
-            if response.delay > .zero { Thread.sleep(forTimeInterval: Double(response.delay.components.seconds) + Double(response.delay.components.attoseconds) / 1e18) }
+            if response.delay > .zero {
+                Thread.sleep(
+                    forTimeInterval: Double(response.delay.components.seconds) + Double(
+                        response.delay.components.attoseconds
+                    ) / 1e18
+                )
+            }
             if response.drop { return }
             var text = "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.utf8.count)\r\n"
             for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
@@ -138,7 +160,8 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
 
     private func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
         guard haystack.count >= needle.count else { return nil }
-        for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] && Array(haystack[i..<i + needle.count]) == needle {
+        for i in 0...(haystack.count - needle.count)
+        where haystack[i] == needle[0] && Array(haystack[i..<i + needle.count]) == needle {
             return i
         }
         return nil

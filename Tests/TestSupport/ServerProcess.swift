@@ -13,7 +13,9 @@ public final class ServerProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         let out = Pipe()
-        stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-test-\(UUID().uuidString).stderr")
+        stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "hubcast-test-\(UUID().uuidString).stderr"
+        )
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.standardOutput = out
         process.standardError = try FileHandle(forWritingTo: stderrFile)
@@ -32,8 +34,10 @@ public final class ServerProcess: @unchecked Sendable {
         firstLine = String(decoding: line, as: UTF8.self)
         guard !firstLine.isEmpty else {
             process.terminate()
-            throw StartFailed(command: "\(executable) \(arguments.joined(separator: " "))",
-                              stderr: (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
+            throw StartFailed(
+                command: "\(executable) \(arguments.joined(separator: " "))",
+                stderr: (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
+            )
         }
     }
 
@@ -66,7 +70,10 @@ public final class DevBrokerProcess: @unchecked Sendable {
     public var bootstrap: String { server.firstLine }
 
     public init(partitions: Int = 3, extraArguments: [String] = []) throws {
-        server = try ServerProcess(HubcastBinary.path, ["dev-broker", "--partitions", String(partitions), "--log-level", "warning"] + extraArguments)
+        server = try ServerProcess(
+            HubcastBinary.path,
+            ["dev-broker", "--partitions", String(partitions), "--log-level", "warning"] + extraArguments
+        )
     }
 
     @discardableResult

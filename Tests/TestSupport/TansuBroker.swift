@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,12 +25,15 @@ public final class TansuBroker: @unchecked Sendable {
 
     /// The package's root (three levels above this file).
     public static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     /// `.build-kafka/` in the package (or HUBCAST_KAFKA_DIR).
     public static var directory: URL {
-        if let explicit = ProcessInfo.processInfo.environment["HUBCAST_KAFKA_DIR"] { return URL(fileURLWithPath: explicit) }
+        if let explicit = ProcessInfo.processInfo.environment["HUBCAST_KAFKA_DIR"] {
+            return URL(fileURLWithPath: explicit)
+        }
         return packageRoot.appendingPathComponent(".build-kafka")
     }
 
@@ -47,13 +51,18 @@ public final class TansuBroker: @unchecked Sendable {
     /// output if Tansu or the librdkafka copy is still missing afterwards. Never skips.
     public static func ensureInstalled() async throws {
         let fm = FileManager.default
-        let ready = { fm.isExecutableFile(atPath: executable) && fm.fileExists(atPath: libraryPath + "/librdkafka.so.1") }
+        let ready = {
+            fm.isExecutableFile(atPath: executable) && fm.fileExists(atPath: libraryPath + "/librdkafka.so.1")
+        }
         if ready() { return }
         let script = packageRoot.appendingPathComponent("deploy/tansu.sh").path
         let result = try await ChildProcess.run("/bin/bash", [script], timeout: .seconds(300))
         guard result.status == 0, ready() else {
-            throw Unavailable(reason: "deploy/tansu.sh exited \(result.status) and left no \(executable) or \(libraryPath)/librdkafka.so.1\n"
-                + "stdout: \(result.stdout.suffix(2000))\nstderr: \(result.stderr.suffix(4000))")
+            throw Unavailable(
+                reason:
+                    "deploy/tansu.sh exited \(result.status) and left no \(executable) or \(libraryPath)/librdkafka.so.1\n"
+                    + "stdout: \(result.stdout.suffix(2000))\nstderr: \(result.stderr.suffix(4000))"
+            )
         }
     }
 
@@ -61,11 +70,23 @@ public final class TansuBroker: @unchecked Sendable {
     /// (ldd), and returns the resolved line.
     @discardableResult
     public static func checkLinksNewLibrdkafka(_ executable: String) async throws -> String {
-        let result = try await ChildProcess.run("/usr/bin/ldd", [executable], environment: environment, timeout: .seconds(30))
-        let line = result.stdout.split(separator: "\n").first { $0.contains("librdkafka.so.1") }.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let result = try await ChildProcess.run(
+            "/usr/bin/ldd",
+            [executable],
+            environment: environment,
+            timeout: .seconds(30)
+        )
+        let line =
+            result.stdout.split(separator: "\n").first { $0.contains("librdkafka.so.1") }.map {
+                $0.trimmingCharacters(in: .whitespaces)
+            } ?? ""
         let resolved = URL(fileURLWithPath: libraryPath).resolvingSymlinksInPath().path
-        guard line.contains("=> \(libraryPath)/librdkafka.so.1") || line.contains("=> \(resolved)/librdkafka.so.1") else {
-            throw Unavailable(reason: "\(executable) does not load librdkafka.so.1 from \(libraryPath) under LD_LIBRARY_PATH: ldd says \(line.isEmpty ? result.stdout : line)")
+        guard line.contains("=> \(libraryPath)/librdkafka.so.1") || line.contains("=> \(resolved)/librdkafka.so.1")
+        else {
+            throw Unavailable(
+                reason:
+                    "\(executable) does not load librdkafka.so.1 from \(libraryPath) under LD_LIBRARY_PATH: ldd says \(line.isEmpty ? result.stdout : line)"
+            )
         }
         return line
     }
@@ -76,7 +97,10 @@ public final class TansuBroker: @unchecked Sendable {
     public init(timeout: Duration = .seconds(20)) throws {
         let fm = FileManager.default
         guard fm.isExecutableFile(atPath: Self.executable) else {
-            throw Unavailable(reason: "no Tansu at \(Self.executable): run `bash deploy/tansu.sh` (or call TansuBroker.ensureInstalled())")
+            throw Unavailable(
+                reason:
+                    "no Tansu at \(Self.executable): run `bash deploy/tansu.sh` (or call TansuBroker.ensureInstalled())"
+            )
         }
         let tmp = fm.temporaryDirectory
         var lastError = ""
@@ -84,13 +108,17 @@ public final class TansuBroker: @unchecked Sendable {
         for _ in 0..<3 {
             let port = freeLoopbackPort()
             let id = UUID().uuidString
-            let out = tmp.appendingPathComponent("tansu-\(id).stdout"), err = tmp.appendingPathComponent("tansu-\(id).stderr")
+            let out = tmp.appendingPathComponent("tansu-\(id).stdout"),
+                err = tmp.appendingPathComponent("tansu-\(id).stderr")
             _ = fm.createFile(atPath: out.path, contents: nil)
             _ = fm.createFile(atPath: err.path, contents: nil)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: Self.executable)
             let url = "tcp://127.0.0.1:\(port)"
-            process.arguments = ["broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+            process.arguments = [
+                "broker", "--listener-url", url, "--advertised-listener-url", url, "--storage-engine",
+                "memory://tansu/",
+            ]
             // Files, not pipes: nobody reads Tansu's output while it runs, and a full pipe would block it.
             process.standardOutput = try FileHandle(forWritingTo: out)
             process.standardError = try FileHandle(forWritingTo: err)
@@ -109,7 +137,8 @@ public final class TansuBroker: @unchecked Sendable {
             }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
-            lastError = "tansu on port \(port) exited \(process.terminationStatus) or did not listen within \(timeout)\n"
+            lastError =
+                "tansu on port \(port) exited \(process.terminationStatus) or did not listen within \(timeout)\n"
                 + "stdout: \((try? String(contentsOf: out, encoding: .utf8)) ?? "")\nstderr: \((try? String(contentsOf: err, encoding: .utf8)) ?? "")"
             try? fm.removeItem(at: out)
             try? fm.removeItem(at: err)
@@ -119,10 +148,15 @@ public final class TansuBroker: @unchecked Sendable {
 
     /// Creates a topic (Tansu's own admin command); throws if Tansu refuses.
     public func createTopic(_ name: String, partitions: Int) async throws {
-        let result = try await ChildProcess.run(Self.executable, ["topic", "create", name, "--broker", url, "--partitions", String(partitions)],
-                                                timeout: .seconds(30))
+        let result = try await ChildProcess.run(
+            Self.executable,
+            ["topic", "create", name, "--broker", url, "--partitions", String(partitions)],
+            timeout: .seconds(30)
+        )
         guard result.status == 0 else {
-            throw Unavailable(reason: "tansu topic create \(name) exited \(result.status): \(result.stdout) \(result.stderr)")
+            throw Unavailable(
+                reason: "tansu topic create \(name) exited \(result.status): \(result.stdout) \(result.stderr)"
+            )
         }
     }
 
@@ -136,7 +170,8 @@ public final class TansuBroker: @unchecked Sendable {
 
     /// What Tansu printed so far (stdout, then stderr).
     public var output: String {
-        ((try? String(contentsOf: stdoutFile, encoding: .utf8)) ?? "") + ((try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
+        ((try? String(contentsOf: stdoutFile, encoding: .utf8)) ?? "")
+            + ((try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "")
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within 5 s; returns the exit status.
@@ -166,7 +201,9 @@ public final class TansuBroker: @unchecked Sendable {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         return result == 0
     }

@@ -5,7 +5,8 @@ import Foundation
 import PackageDescription
 
 // A path dependency is named after its folder, which is whatever the clone was called.
-let hubcast = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.lastPathComponent
+let hubcast = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+    .lastPathComponent
 
 let package = Package(
     name: "hubcast-micro",
@@ -30,6 +31,6 @@ let package = Package(
             ],
             path: "Benchmarks/HubcastMicro",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
+        )
     ]
 )

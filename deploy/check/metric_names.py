@@ -25,7 +25,7 @@ def exported(sources):
         text = path.read_text()
         names.update(re.findall(r'label:\s*"(hubcast_[a-z0-9_]+)"', text))
         names.update(re.findall(r'static let endToEndLabel = "(hubcast_[a-z0-9_]+)"', text))
-        for label, name in re.findall(r'"(hubcast_[a-z0-9_]+)":\s*\("(hubcast_[a-z0-9_]+)"', text):
+        for label, name in re.findall(r'"(hubcast_[a-z0-9_]+)":\s*\(\s*"(hubcast_[a-z0-9_]+)"', text):
             histograms[label] = name
     for label, name in histograms.items():
         names.discard(label)

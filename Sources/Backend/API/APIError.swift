@@ -29,25 +29,34 @@ public struct APIError: Error, Sendable, CustomStringConvertible {
         var fields = headers
         fields[.contentType] = "application/json; charset=utf-8"
         fields[.cacheControl] = "no-store"
-        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONText.object(["error": .string(message)]))))
+        return Response(
+            status: status,
+            headers: fields,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONText.object(["error": .string(message)])))
+        )
     }
 }
 
 /// Turns every error into a JSON `{"error":…}` answer: the handlers' `APIError`s, Hummingbird's own
 /// (unknown route, wrong method) and anything unexpected, which becomes a 500 without detail.
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as APIError {
             return error.response
         } catch let error as HTTPError {
-            let message = switch error.status {
-            case .notFound: "not found"
-            case .methodNotAllowed: "method not allowed"
-            case .contentTooLarge: "request body too large"
-            default: error.status.reasonPhrase
-            }
+            let message =
+                switch error.status {
+                case .notFound: "not found"
+                case .methodNotAllowed: "method not allowed"
+                case .contentTooLarge: "request body too large"
+                default: error.status.reasonPhrase
+                }
             return APIError(error.status, message, headers: error.headers).response
         } catch {
             context.logger.error("Request failed", metadata: ["error": "\(type(of: error))"])

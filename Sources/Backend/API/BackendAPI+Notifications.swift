@@ -9,10 +9,19 @@ extension BackendAPI {
 
     /// Publishes a news item addressed to one user. Anyone may notify themselves; notifying someone
     /// else needs the `sender` role. Secure: the payload is stored first and the item carries only its id.
-    func notify(caller: Principal, to: String?, pns: String?, secureFlag: String?, category: String?, contentType: String?,
-                body: [UInt8]) async throws -> Response {
+    func notify(
+        caller: Principal,
+        to: String?,
+        pns: String?,
+        secureFlag: String?,
+        category: String?,
+        contentType: String?,
+        body: [UInt8]
+    ) async throws -> Response {
         let recipient = to ?? caller.name
-        guard UserName.isValid(recipient) else { throw APIError.badRequest("to_tag: not a user name (letters, digits and _@#.:-)") }
+        guard UserName.isValid(recipient) else {
+            throw APIError.badRequest("to_tag: not a user name (letters, digits and _@#.:-)")
+        }
         guard recipient == caller.name || caller.isSender else {
             throw APIError.forbidden("only users with the sender role may notify other users")
         }
@@ -23,17 +32,32 @@ extension BackendAPI {
         guard configuration.categories.contains(chosenCategory) || chosenCategory == configuration.notifyCategory else {
             throw APIError.badRequest("category: not one of the configured categories")
         }
-        let message = try NotifyBody(bytes: body, contentType: contentType, defaultMessage: "Message from \(caller.name)")
+        let message = try NotifyBody(
+            bytes: body,
+            contentType: contentType,
+            defaultMessage: "Message from \(caller.name)"
+        )
         let secure = message.secure ?? Self.flag(secureFlag)
         let expiresAt = now() + configuration.payloadTTL
 
         let item: NewsItem
         if secure {
             let id = try await storeSecurePayload(message.text, for: recipient, expiresAt: expiresAt)
-            item = NewsItem(id: id, headline: Self.defaultSecureHeadline, category: chosenCategory, users: [recipient], secure: true,
-                            expiresAt: Self.timestamp(expiresAt))
+            item = NewsItem(
+                id: id,
+                headline: Self.defaultSecureHeadline,
+                category: chosenCategory,
+                users: [recipient],
+                secure: true,
+                expiresAt: Self.timestamp(expiresAt)
+            )
         } else {
-            item = NewsItem(id: UUID().uuidString.lowercased(), headline: message.text, category: chosenCategory, users: [recipient])
+            item = NewsItem(
+                id: UUID().uuidString.lowercased(),
+                headline: message.text,
+                category: chosenCategory,
+                users: [recipient]
+            )
         }
         do {
             try await publisher.publish(item)
@@ -51,7 +75,9 @@ extension BackendAPI {
         let found: SecurePayload?
         do { found = try await store.payload(id: id, now: now()) } catch { throw storeFailed(error) }
         guard let payload = found, try await isInAudience(caller, payload) else { throw APIError.notFound }
-        var members: [String: JSONText.Value] = ["Id": Int64(payload.id).map { .int($0) } ?? .string(payload.id), "Payload": .string(payload.payload)]
+        var members: [String: JSONText.Value] = [
+            "Id": Int64(payload.id).map { .int($0) } ?? .string(payload.id), "Payload": .string(payload.payload),
+        ]
         if let body = payload.body { members["Body"] = .string(body) }
         if let url = payload.url { members["Url"] = .string(url) }
         return Self.json(members)
@@ -75,7 +101,9 @@ extension BackendAPI {
             // A newsroom item may already use a numeric id: take the next number then.
             for _ in 0..<5 {
                 let id = String(try await store.nextPayloadID())
-                if try await store.insertPayload(SecurePayload(id: id, users: [recipient], tagExpression: nil, payload: text, expiresAt: expiresAt)) {
+                if try await store.insertPayload(
+                    SecurePayload(id: id, users: [recipient], tagExpression: nil, payload: text, expiresAt: expiresAt)
+                ) {
                     return id
                 }
             }
@@ -107,12 +135,16 @@ struct NotifyBody {
             (text, secure) = (defaultMessage, nil)
         } else if isJSON || bytes.first == UInt8(ascii: "{") || bytes.first == UInt8(ascii: "\"") {
             let value: JSONValue
-            do { value = try JSONParser.parse(bytes) } catch { throw .badRequest("body is not JSON: \(error.description)") }
+            do { value = try JSONParser.parse(bytes) } catch {
+                throw .badRequest("body is not JSON: \(error.description)")
+            }
             switch value {
             case .string(let s):
                 (text, secure) = (s, nil)
             case .object(let object):
-                guard case .string(let s)? = object["message"] else { throw .badRequest("message: missing or not a string") }
+                guard case .string(let s)? = object["message"] else {
+                    throw .badRequest("message: missing or not a string")
+                }
                 var flag: Bool?
                 switch object["secure"] {
                 case nil, .null?: flag = nil

@@ -6,8 +6,12 @@ import NotificationHubs
 extension BackendAPI {
     /// A new registration id (a JSON string). The caller's own stale registrations of this handle go first.
     func createRegistrationID(caller: Principal, handle: String?) async throws -> Response {
-        guard let handle, !handle.isEmpty else { throw APIError.badRequest("handle: missing (POST /api/register?handle=<device token>)") }
-        guard DevicePlatform.isHandle(handle) else { throw APIError.badRequest("handle: not an APNs, FCM or WNS device handle") }
+        guard let handle, !handle.isEmpty else {
+            throw APIError.badRequest("handle: missing (POST /api/register?handle=<device token>)")
+        }
+        guard DevicePlatform.isHandle(handle) else {
+            throw APIError.badRequest("handle: not an APNs, FCM or WNS device handle")
+        }
         let hash = Self.handleHash(handle)
         let id: String
         do { id = try await hub.createRegistrationID() } catch { throw hubFailed(error) }
@@ -15,13 +19,18 @@ extension BackendAPI {
         // atomically, and each request removes at the hub what its swap replaced.
         let stale: [OwnedRegistration]
         do {
-            stale = try await store.replaceRegistrations(with: OwnedRegistration(id: id, owner: caller.name, handleHash: hash, hubID: id))
+            stale = try await store.replaceRegistrations(
+                with: OwnedRegistration(id: id, owner: caller.name, handleHash: hash, hubID: id)
+            )
         } catch {
             throw storeFailed(error)
         }
         for old in stale { try await removeAtHub(old.hubID) }
-        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-                        body: ResponseBody(byteBuffer: .init(bytes: JSONText.string(id))))
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: .init(bytes: JSONText.string(id)))
+        )
     }
 
     /// Creates or updates the registration at the hub: the client's category tags plus `username:<caller>`.
@@ -29,17 +38,24 @@ extension BackendAPI {
         var owned = try await ownedRegistration(id: id, caller: caller)
         let request = try DeviceRegistrationRequest(body: body)
         if let older = request.olderPlatformName, olderPlatformNames.first(older) {
-            logger.notice("A client registered with an older platform name: taken as fcmv1 (FCM tokens work with FCM v1)",
-                          metadata: ["platform": "\(older)"])
+            logger.notice(
+                "A client registered with an older platform name: taken as fcmv1 (FCM tokens work with FCM v1)",
+                metadata: ["platform": "\(older)"]
+            )
         }
         guard request.platform.accepts(handle: request.handle) else {
             throw APIError.badRequest("Handle: not a valid \(request.platform.rawValue) device handle")
         }
         let tags = try tagPolicy.tags(from: request.tags, owner: caller.name)
-        let registration = Registration(platform: request.platform.hubPlatform, handle: request.handle, tags: tags, template: request.platform.template)
+        let registration = Registration(
+            platform: request.platform.hubPlatform,
+            handle: request.handle,
+            tags: tags,
+            template: request.platform.template
+        )
         do {
             try await hub.upsertRegistration(registration, id: owned.hubID)
-        } catch where error.isGone {
+        } catch  where error.isGone {
             // The hub forgot it (expired): a new hub registration behind the same client id.
             do {
                 owned.hubID = try await hub.createRegistrationID()
@@ -65,7 +81,9 @@ extension BackendAPI {
     func deleteRegistration(caller: Principal, id: String) async throws -> Response {
         let owned = try await ownedRegistration(id: id, caller: caller)
         try await removeAtHub(owned.hubID)
-        do { _ = try await store.deleteRegistration(id: owned.id, owner: caller.name) } catch { throw storeFailed(error) }
+        do { _ = try await store.deleteRegistration(id: owned.id, owner: caller.name) } catch {
+            throw storeFailed(error)
+        }
         return Self.empty()
     }
 
@@ -83,7 +101,7 @@ extension BackendAPI {
     private func removeAtHub(_ hubID: String) async throws {
         do {
             try await hub.deleteRegistration(id: hubID)
-        } catch where error.isGone || error.isNotFound {
+        } catch  where error.isGone || error.isNotFound {
             return
         } catch {
             throw hubFailed(error)
@@ -103,15 +121,21 @@ struct DeviceRegistrationRequest {
     init(body: [UInt8]) throws(APIError) {
         let value: JSONValue
         do { value = try JSONParser.parse(body) } catch { throw .badRequest("body is not JSON: \(error.description)") }
-        guard case .object(let object) = value else { throw .badRequest("body must be a JSON object with Platform, Handle and Tags") }
+        guard case .object(let object) = value else {
+            throw .badRequest("body must be a JSON object with Platform, Handle and Tags")
+        }
         // Keys as the seed writes them; ASP.NET binds them case-insensitively, so do we.
         var members: [String: JSONValue] = [:]
         for (key, value) in object { members[key.lowercased()] = value }
-        guard case .string(let platformName)? = members["platform"] else { throw .badRequest("Platform: missing or not a string") }
+        guard case .string(let platformName)? = members["platform"] else {
+            throw .badRequest("Platform: missing or not a string")
+        }
         guard let platform = DevicePlatform(clientName: platformName) else {
             throw .badRequest("Platform: must be one of apns, fcmv1 (or fcm, gcm), wns")
         }
-        guard case .string(let handle)? = members["handle"], !handle.isEmpty else { throw .badRequest("Handle: missing or not a string") }
+        guard case .string(let handle)? = members["handle"], !handle.isEmpty else {
+            throw .badRequest("Handle: missing or not a string")
+        }
         var tags: [String] = []
         switch members["tags"] {
         case nil, .null?:

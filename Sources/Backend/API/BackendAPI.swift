@@ -3,8 +3,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import News
 import NIOCore
+import News
 import NotificationHubs
 import Synchronization
 
@@ -46,8 +46,15 @@ public struct BackendAPI: Sendable {
     /// Older platform names clients sent (`fcm`, `gcm`), each logged once per process.
     let olderPlatformNames = FirstSight()
 
-    public init(configuration: Configuration, store: any BackendStore, hub: any DeviceHub, publisher: any ItemPublisher,
-                authenticator: Authenticator, logger: Logger, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        configuration: Configuration,
+        store: any BackendStore,
+        hub: any DeviceHub,
+        publisher: any ItemPublisher,
+        authenticator: Authenticator,
+        logger: Logger,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.configuration = configuration
         self.store = store
         self.hub = hub
@@ -68,7 +75,10 @@ public struct BackendAPI: Sendable {
         router.get("/readyz") { _, _ in try await self.ready() }
         router.post("/api/register") { request, context in
             let caller = try await self.authenticate(request, context)
-            return try await self.createRegistrationID(caller: caller, handle: request.uri.queryParameters.get("handle"))
+            return try await self.createRegistrationID(
+                caller: caller,
+                handle: request.uri.queryParameters.get("handle")
+            )
         }
         router.put("/api/register/:id") { request, context in
             let caller = try await self.authenticate(request, context)
@@ -85,8 +95,15 @@ public struct BackendAPI: Sendable {
             var request = request
             let body = try await self.body(&request)
             let query = request.uri.queryParameters
-            return try await self.notify(caller: caller, to: query.get("to_tag"), pns: query.get("pns"), secureFlag: query.get("secure"),
-                                         category: query.get("category"), contentType: request.headers[.contentType], body: body)
+            return try await self.notify(
+                caller: caller,
+                to: query.get("to_tag"),
+                pns: query.get("pns"),
+                secureFlag: query.get("secure"),
+                category: query.get("category"),
+                contentType: request.headers[.contentType],
+                body: body
+            )
         }
         router.get("/api/notifications/:id") { request, context in
             let caller = try await self.authenticate(request, context)
@@ -101,7 +118,11 @@ public struct BackendAPI: Sendable {
             let allow = allowed.map(\.rawValue).joined(separator: ", ")
             for method in [HTTPRequest.Method.get, .post, .put, .delete, .patch] where !allowed.contains(method) {
                 router.on(RouterPath(path), method: method) { _, _ -> Response in
-                    throw APIError(.methodNotAllowed, "\(method.rawValue) is not allowed here; allowed: \(allow)", headers: [.allow: allow])
+                    throw APIError(
+                        .methodNotAllowed,
+                        "\(method.rawValue) is not allowed here; allowed: \(allow)",
+                        headers: [.allow: allow]
+                    )
                 }
             }
         }
@@ -114,20 +135,34 @@ public struct BackendAPI: Sendable {
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
 
     func authenticate(_ request: Request, _ context: BackendRequestContext) async throws(APIError) -> Principal {
-        let origin = configuration.trustedProxies.origin(peer: context.clientAddress, forwardedFor: request.headers[values: Self.forwardedFor],
-                                                         forwardedProto: request.headers[values: Self.forwardedProto])
+        let origin = configuration.trustedProxies.origin(
+            peer: context.clientAddress,
+            forwardedFor: request.headers[values: Self.forwardedFor],
+            forwardedProto: request.headers[values: Self.forwardedProto]
+        )
         let plainAllowed = configuration.tls || configuration.allowPlainHTTP || origin.tls || context.isLoopback
         do {
-            return try await authenticator.authenticate(authorization: request.headers[.authorization], address: origin.address,
-                                                        plainHTTPAllowed: plainAllowed)
+            return try await authenticator.authenticate(
+                authorization: request.headers[.authorization],
+                address: origin.address,
+                plainHTTPAllowed: plainAllowed
+            )
         } catch {
             switch error {
             case .unauthenticated:
-                throw APIError(.unauthorized, "authentication required", headers: [.wwwAuthenticate: #"Basic realm="hubcast", charset="UTF-8""#])
+                throw APIError(
+                    .unauthorized,
+                    "authentication required",
+                    headers: [.wwwAuthenticate: #"Basic realm="hubcast", charset="UTF-8""#]
+                )
             case .needsTLS:
                 throw APIError(.unauthorized, "Basic authentication is accepted only over TLS")
             case .locked(let retryAfter):
-                throw APIError(.tooManyRequests, "too many failed logins; try again later", headers: [.retryAfter: String(retryAfter)])
+                throw APIError(
+                    .tooManyRequests,
+                    "too many failed logins; try again later",
+                    headers: [.retryAfter: String(retryAfter)]
+                )
             }
         }
     }
@@ -157,8 +192,11 @@ public struct BackendAPI: Sendable {
     }
 
     static func json(_ members: [String: JSONText.Value], status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONText.object(members))))
+        Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: JSONText.object(members)))
+        )
     }
 
     static func empty() -> Response {

@@ -17,13 +17,17 @@ enum JSONText {
             case .bool(let b): dict[key] = b
             }
         }
-        let data = (try? JSONSerialization.data(withJSONObject: dict, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: dict, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data("{}".utf8)
         return Array(data)
     }
 
     /// A JSON string (seed 003's `POST /api/register` answers the new id this way).
     static func string(_ s: String) -> [UInt8] {
-        let data = (try? JSONSerialization.data(withJSONObject: s, options: [.fragmentsAllowed, .withoutEscapingSlashes])) ?? Data("\"\"".utf8)
+        let data =
+            (try? JSONSerialization.data(withJSONObject: s, options: [.fragmentsAllowed, .withoutEscapingSlashes]))
+            ?? Data("\"\"".utf8)
         return Array(data)
     }
 }

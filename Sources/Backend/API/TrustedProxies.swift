@@ -37,7 +37,9 @@ public struct TrustedProxies: Sendable, Equatable {
         var networks: [Network] = []
         for entry in list.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !entry.isEmpty {
             let parts = entry.split(separator: "/", maxSplits: 1).map(String.init)
-            guard let bytes = Self.addressBytes(parts[0]) else { throw Invalid(description: "\(entry) is not an IP address or network") }
+            guard let bytes = Self.addressBytes(parts[0]) else {
+                throw Invalid(description: "\(entry) is not an IP address or network")
+            }
             let prefix = parts.count == 2 ? Int(parts[1]) : bytes.count * 8
             guard let prefix, (0...(bytes.count * 8)).contains(prefix) else {
                 throw Invalid(description: "\(entry): the prefix length must be 0 to \(bytes.count * 8)")
@@ -63,17 +65,22 @@ public struct TrustedProxies: Sendable, Equatable {
     /// address that cannot be read leaves the peer as the client.
     public func origin(peer: String, forwardedFor: [String], forwardedProto: [String]) -> (address: String, tls: Bool) {
         guard contains(peer) else { return (peer, false) }
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { Self.host(of: $0.trimmingCharacters(in: .whitespaces)) }
-            .filter { !$0.isEmpty }
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map {
+            Self.host(of: $0.trimmingCharacters(in: .whitespaces))
+        }
+        .filter { !$0.isEmpty }
         let client = hops.reversed().first { !contains($0) } ?? hops.last ?? peer
         // The nearest proxy's word on the scheme: the last value of the last header.
-        let scheme = forwardedProto.flatMap { $0.split(separator: ",") }.last?.trimmingCharacters(in: .whitespaces).lowercased()
+        let scheme = forwardedProto.flatMap { $0.split(separator: ",") }.last?.trimmingCharacters(in: .whitespaces)
+            .lowercased()
         return (Self.addressBytes(client).map(Self.canonical) ?? peer, scheme == "https")
     }
 
     /// A hop without its port: `[v6]:port` → `v6`, `v4:port` → `v4`; anything else as it is.
     static func host(of hop: String) -> String {
-        if hop.hasPrefix("["), let close = hop.firstIndex(of: "]") { return String(hop[hop.index(after: hop.startIndex)..<close]) }
+        if hop.hasPrefix("["), let close = hop.firstIndex(of: "]") {
+            return String(hop[hop.index(after: hop.startIndex)..<close])
+        }
         let colons = hop.filter { $0 == ":" }.count
         if colons == 1, let colon = hop.firstIndex(of: ":") { return String(hop[..<colon]) }
         return hop

@@ -48,9 +48,10 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
             // A parser reads `https://evil.test\@x.notify.windows.com/` as a host evil.test or refuses
             // it; a suffix match on the text read it as WNS. Printable ASCII only, `\` never.
             guard utf8.count <= 2048, utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\\") }),
-                  let parts = URLComponents(string: handle), parts.scheme?.lowercased() == "https",
-                  parts.user == nil, parts.password == nil, parts.port == nil,
-                  let host = parts.percentEncodedHost?.lowercased(), host.hasSuffix(".notify.windows.com") else { return false }
+                let parts = URLComponents(string: handle), parts.scheme?.lowercased() == "https",
+                parts.user == nil, parts.password == nil, parts.port == nil,
+                let host = parts.percentEncodedHost?.lowercased(), host.hasSuffix(".notify.windows.com")
+            else { return false }
             return host.utf8.allSatisfy { Self.isHostByte($0) }
         }
     }
@@ -65,15 +66,18 @@ public enum DevicePlatform: String, Sendable, CaseIterable {
 
     private static func isHostByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."): true
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"),
+            UInt8(ascii: "."):
+            true
         default: false
         }
     }
 
     private static func isFCMByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: ":"), UInt8(ascii: "."):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: ":"), UInt8(ascii: "."):
             true
         default:
             false
@@ -95,10 +99,16 @@ public struct TagPolicy: Sendable {
         var tags: [String] = []
         for tag in client where seen.insert(tag).inserted {
             // Counted as distinct tags: a client repeating one tag asks for it once.
-            guard tags.count < Self.maxClientTags else { throw .badRequest("Tags: at most \(Self.maxClientTags) distinct tags") }
-            guard TagSyntax.isTag(tag) else { throw .badRequest("Tags: \(LegibleText.quoted(tag)) is not a Notification Hubs tag") }
+            guard tags.count < Self.maxClientTags else {
+                throw .badRequest("Tags: at most \(Self.maxClientTags) distinct tags")
+            }
+            guard TagSyntax.isTag(tag) else {
+                throw .badRequest("Tags: \(LegibleText.quoted(tag)) is not a Notification Hubs tag")
+            }
             guard allowed.contains(tag) else {
-                throw .forbidden("Tags: \(LegibleText.quoted(tag)) may not be set by a client (allowed: \(allowed.sorted().joined(separator: ", ")))")
+                throw .forbidden(
+                    "Tags: \(LegibleText.quoted(tag)) may not be set by a client (allowed: \(allowed.sorted().joined(separator: ", ")))"
+                )
             }
             tags.append(tag)
         }
@@ -109,7 +119,8 @@ public struct TagPolicy: Sendable {
 /// User names become `username:<name>` tags, so they follow NH's tag syntax.
 enum UserName {
     static func isValid(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= NewsItemDecoder.maxUserNameLength && name.utf8.allSatisfy(TagSyntax.isTagByte)
+        !name.isEmpty && name.utf8.count <= NewsItemDecoder.maxUserNameLength
+            && name.utf8.allSatisfy(TagSyntax.isTagByte)
     }
 }
 

@@ -28,8 +28,13 @@ public final class Authenticator: Sendable {
     let cache: CredentialCache
 
     /// `cacheSeconds`: how long a bcrypt-verified name and password are remembered (0: never).
-    public init(users: UsersFile, bearer: BearerVerifier?, failures: any FailedLogins = LocalFailedLogins(), cacheSeconds: Double = 300,
-                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    public init(
+        users: UsersFile,
+        bearer: BearerVerifier?,
+        failures: any FailedLogins = LocalFailedLogins(),
+        cacheSeconds: Double = 300,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.users = users
         self.cache = CredentialCache(ttl: cacheSeconds)
         self.bearer = bearer
@@ -40,7 +45,11 @@ public final class Authenticator: Sendable {
     }
 
     /// `plainHTTPAllowed`: the request came over TLS, from loopback, or the operator allowed plain http.
-    public func authenticate(authorization: String?, address: String, plainHTTPAllowed: Bool) async throws(Failure) -> Principal {
+    public func authenticate(
+        authorization: String?,
+        address: String,
+        plainHTTPAllowed: Bool
+    ) async throws(Failure) -> Principal {
         guard let authorization, let space = authorization.firstIndex(of: " ") else { throw .unauthenticated }
         let scheme = authorization[..<space].lowercased()
         let credentials = authorization[authorization.index(after: space)...].trimmingCharacters(in: .whitespaces)
@@ -59,7 +68,8 @@ public final class Authenticator: Sendable {
         // Seed 003 encodes with NSDataBase64EncodingEndLineWithCarriageReturn: tolerate line breaks.
         let compact = credentials.filter { !$0.isWhitespace }
         guard compact.utf8.count <= 4096, let data = Data(base64Encoded: compact),
-              let decoded = String(data: data, encoding: .utf8), let colon = decoded.firstIndex(of: ":") else {
+            let decoded = String(data: data, encoding: .utf8), let colon = decoded.firstIndex(of: ":")
+        else {
             try await checkAddress(address)
             await record(failureOf: nil, address: address)
             throw .unauthenticated
@@ -67,7 +77,9 @@ public final class Authenticator: Sendable {
         let name = String(decoded[..<colon])
         let password = String(decoded[decoded.index(after: colon)...])
         let keys: [LoginThrottle.Key] = [.user(name), .address(address)]
-        if case .locked(let retryAfter) = await failures.decide(keys, now: now()) { throw .locked(retryAfter: retryAfter) }
+        if case .locked(let retryAfter) = await failures.decide(keys, now: now()) {
+            throw .locked(retryAfter: retryAfter)
+        }
 
         if let known = cache.lookup(name: name, password: password, now: now()) { return known }
         let entry = users.entries[name]
@@ -99,7 +111,9 @@ public final class Authenticator: Sendable {
     }
 
     private func checkAddress(_ address: String) async throws(Failure) {
-        if case .locked(let retryAfter) = await failures.decide([.address(address)], now: now()) { throw .locked(retryAfter: retryAfter) }
+        if case .locked(let retryAfter) = await failures.decide([.address(address)], now: now()) {
+            throw .locked(retryAfter: retryAfter)
+        }
     }
 
     private func record(failureOf name: String?, address: String) async {

@@ -62,21 +62,32 @@ public struct BearerVerifier: Sendable {
             throw Invalid(description: "token signature or claims invalid")
         }
         guard claims.iss?.value == configuration.issuer else { throw Invalid(description: "token issuer not accepted") }
-        guard let aud = claims.aud, aud.value.contains(configuration.audience) else { throw Invalid(description: "token audience not accepted") }
+        guard let aud = claims.aud, aud.value.contains(configuration.audience) else {
+            throw Invalid(description: "token audience not accepted")
+        }
         guard let exp = claims.exp else { throw Invalid(description: "token has no expiry") }
-        guard exp.value.timeIntervalSince(now) > -configuration.leeway else { throw Invalid(description: "token expired") }
-        if let nbf = claims.nbf, nbf.value.timeIntervalSince(now) > configuration.leeway { throw Invalid(description: "token not yet valid") }
-        guard let sub = claims.sub?.value, UserName.isValid(sub) else { throw Invalid(description: "token subject is not a valid user name") }
+        guard exp.value.timeIntervalSince(now) > -configuration.leeway else {
+            throw Invalid(description: "token expired")
+        }
+        if let nbf = claims.nbf, nbf.value.timeIntervalSince(now) > configuration.leeway {
+            throw Invalid(description: "token not yet valid")
+        }
+        guard let sub = claims.sub?.value, UserName.isValid(sub) else {
+            throw Invalid(description: "token subject is not a valid user name")
+        }
         return Principal(name: sub, roles: Set(claims.roles ?? []))
     }
 
     /// The `alg` of the token's header, read before any key is chosen.
     static func headerAlgorithm(_ token: String) -> String? {
-        guard let header = token.split(separator: ".", omittingEmptySubsequences: false).first, header.utf8.count <= 4096 else { return nil }
+        guard let header = token.split(separator: ".", omittingEmptySubsequences: false).first,
+            header.utf8.count <= 4096
+        else { return nil }
         var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.utf8.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
         return object["alg"] as? String
     }
 

@@ -36,7 +36,11 @@ public struct LoginThrottle: Sendable {
     let maxKeys: Int
     private(set) var counters: [Key: Counter] = [:]
 
-    public init(perUser: Limits = Limits(maxFailures: 10), perAddress: Limits = Limits(maxFailures: 50), maxKeys: Int = 100_000) {
+    public init(
+        perUser: Limits = Limits(maxFailures: 10),
+        perAddress: Limits = Limits(maxFailures: 50),
+        maxKeys: Int = 100_000
+    ) {
         self.perUser = perUser
         self.perAddress = perAddress
         self.maxKeys = maxKeys

@@ -24,22 +24,33 @@ public struct UsersFile: Sendable {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
             let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-            guard fields.count >= 2, UserName.isValid(fields[0]), fields[1].hasPrefix("$2"), fields[1].utf8.count == 60 else {
+            guard fields.count >= 2, UserName.isValid(fields[0]), fields[1].hasPrefix("$2"), fields[1].utf8.count == 60
+            else {
                 throw Invalid(description: "users file line \(index + 1): expected name:bcrypt-hash[:roles]")
             }
-            let roles = fields.count > 2 ? Set(fields[2].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }) : []
+            let roles =
+                fields.count > 2
+                ? Set(
+                    fields[2].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                        !$0.isEmpty
+                    }
+                ) : []
             entries[fields[0]] = Entry(name: fields[0], hash: fields[1], roles: roles)
         }
     }
 
     public static func load(path: String) throws(Invalid) -> UsersFile {
-        guard let data = FileManager.default.contents(atPath: path) else { throw Invalid(description: "cannot read the users file \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Invalid(description: "cannot read the users file \(path)")
+        }
         return try UsersFile(text: String(decoding: data, as: UTF8.self))
     }
 
     /// Adds or replaces a user with a fresh bcrypt hash of `password`.
     public mutating func set(name: String, password: String, roles: Set<String>, cost: UInt8) throws(Invalid) {
-        guard UserName.isValid(name) else { throw Invalid(description: "user name must be 1–111 of letters, digits and _@#.:-") }
+        guard UserName.isValid(name) else {
+            throw Invalid(description: "user name must be 1–111 of letters, digits and _@#.:-")
+        }
         guard !password.isEmpty else { throw Invalid(description: "empty password") }
         for role in roles where !role.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) {
             throw Invalid(description: "role names are letters, digits, _ and -")
@@ -60,7 +71,13 @@ public struct UsersFile: Sendable {
     /// Writes the file with mode 0600 through a temporary file and a rename, so a reader never sees half of it.
     public func write(path: String) throws(Invalid) {
         let temp = path + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temp, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard
+            FileManager.default.createFile(
+                atPath: temp,
+                contents: Data(text.utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else {
             throw Invalid(description: "cannot write \(temp)")
         }
         guard rename(temp, path) == 0 else {

@@ -48,11 +48,18 @@ public struct NotificationHubDevices: DeviceHub {
 public enum DeviceTemplates {
     /// Seed 000's template (`simpleAPNSTemplate`, expiry 0) plus `secureId`, the key seed 001's client reads
     /// to fetch a secure payload (`"$(id)"`: the item's id, which is all a secure item sends).
-    public static let apns = Registration.Template(body: #"{"aps":{"alert":"$(messageParam)"},"secureId":"$(id)"}"#,
-                                                   name: "simpleAPNSTemplate", expiry: "0")
+    public static let apns = Registration.Template(
+        body: #"{"aps":{"alert":"$(messageParam)"},"secureId":"$(id)"}"#,
+        name: "simpleAPNSTemplate",
+        expiry: "0"
+    )
     public static let fcmv1 = Registration.Template(
-        body: #"{"message":{"notification":{"body":"$(messageParam)"},"data":{"secureId":"$(id)"}}}"#, name: "simpleFCMTemplate")
+        body: #"{"message":{"notification":{"body":"$(messageParam)"},"data":{"secureId":"$(id)"}}}"#,
+        name: "simpleFCMTemplate"
+    )
     public static let wns = Registration.Template(
-        body: #"<toast launch="$(id)"><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
-        name: "simpleWNSTemplate")
+        body:
+            #"<toast launch="$(id)"><visual><binding template="ToastText01"><text id="1">$(messageParam)</text></binding></visual></toast>"#,
+        name: "simpleWNSTemplate"
+    )
 }

@@ -20,7 +20,13 @@ public struct PayloadKeeper: Service, CustomStringConvertible {
     let defaultTTL: Int64
     let logger: Logger
 
-    public init(consumer: KafkaConsumer, store: any PayloadStore, categories: Categories, defaultTTL: Int64, logger: Logger) {
+    public init(
+        consumer: KafkaConsumer,
+        store: any PayloadStore,
+        categories: Categories,
+        defaultTTL: Int64,
+        logger: Logger
+    ) {
         self.consumer = consumer
         self.store = store
         self.categories = categories
@@ -60,7 +66,13 @@ public struct PayloadKeeper: Service, CustomStringConvertible {
     func keep(_ message: KafkaMessage) async {
         let category = categories.category(forTopic: message.topic)
         guard let item = try? decoder.decode(message.value, topicCategory: category), item.secure else { return }
-        guard let payload = Self.payload(of: item, category: category, defaultExpiry: Int64(Date().timeIntervalSince1970) + defaultTTL) else { return }
+        guard
+            let payload = Self.payload(
+                of: item,
+                category: category,
+                defaultExpiry: Int64(Date().timeIntervalSince1970) + defaultTTL
+            )
+        else { return }
         // A store that fails now is retried a few times; the item is at-least-once either way: its
         // offset is committed regardless, and the device's fetch then answers 404 (logged here).
         for attempt in 1...3 {
@@ -69,7 +81,10 @@ public struct PayloadKeeper: Service, CustomStringConvertible {
                 return
             } catch {
                 if attempt == 3 {
-                    logger.error("Could not store a secure payload", metadata: ["error": "\(error.description)", "topic": "\(message.topic)"])
+                    logger.error(
+                        "Could not store a secure payload",
+                        metadata: ["error": "\(error.description)", "topic": "\(message.topic)"]
+                    )
                 }
                 try? await Task.sleep(for: .milliseconds(200 * attempt))
             }
@@ -80,10 +95,26 @@ public struct PayloadKeeper: Service, CustomStringConvertible {
     static func payload(of item: NewsItem, category: String?, defaultExpiry: Int64) -> SecurePayload? {
         let expiresAt = item.expiresAt.map { Int64($0.epochSeconds) } ?? defaultExpiry
         if let users = item.users {
-            return SecurePayload(id: item.id, users: users, tagExpression: nil, payload: item.headline, body: item.body, url: item.url, expiresAt: expiresAt)
+            return SecurePayload(
+                id: item.id,
+                users: users,
+                tagExpression: nil,
+                payload: item.headline,
+                body: item.body,
+                url: item.url,
+                expiresAt: expiresAt
+            )
         }
         guard let expression = item.tagExpression ?? category else { return nil }
-        return SecurePayload(id: item.id, users: nil, tagExpression: expression, payload: item.headline, body: item.body, url: item.url, expiresAt: expiresAt)
+        return SecurePayload(
+            id: item.id,
+            users: nil,
+            tagExpression: expression,
+            payload: item.headline,
+            body: item.body,
+            url: item.url,
+            expiresAt: expiresAt
+        )
     }
 
     private func commit(_ pending: inout [TopicPartition: Int64]) async {

@@ -8,12 +8,15 @@ public struct OpenedStore: Sendable {
 
     /// Where failed logins are counted: in PostgreSQL when several instances may share it, else here.
     public func failedLogins(_ throttle: LoginThrottle, logger: Logger) -> any FailedLogins {
-        if let postgres = store as? PostgresStore { return PostgresFailedLogins(store: postgres, throttle: throttle, logger: logger) }
+        if let postgres = store as? PostgresStore {
+            return PostgresFailedLogins(store: postgres, throttle: throttle, logger: logger)
+        }
         return LocalFailedLogins(throttle)
     }
 
     /// `postgres://user@host:port/database` (password separately, from a secret) or a SQLite file path.
-    public static func open(location: String, password: String?, logger: Logger) async throws(StoreError) -> OpenedStore {
+    public static func open(location: String, password: String?, logger: Logger) async throws(StoreError) -> OpenedStore
+    {
         if location.hasPrefix("postgres://") || location.hasPrefix("postgresql://") {
             let store = try PostgresStore(url: location, password: password, logger: logger)
             // The migration has a connection of its own; the pool runs from here, before anything

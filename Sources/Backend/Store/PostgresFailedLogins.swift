@@ -21,9 +21,12 @@ public final class PostgresFailedLogins: FailedLogins {
     public func decide(_ keys: [LoginThrottle.Key], now: Double) async -> LoginThrottle.Decision {
         do {
             var wait = 0.0
-            let rows = try await store.client.query("""
+            let rows = try await store.client.query(
+                """
                 SELECT locked_until FROM login_failures WHERE key = ANY(\(keys.map(\.storeKey))) AND locked_until > \(now)
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             for try await lockedUntil in rows.decode(Double.self) { wait = max(wait, lockedUntil - now) }
             return wait > 0 ? .locked(retryAfter: Int(wait.rounded(.up))) : .allowed
         } catch {
@@ -38,7 +41,8 @@ public final class PostgresFailedLogins: FailedLogins {
             let l = if case .user = key { limits.perUser } else { limits.perAddress }
             do {
                 // A window that has run out starts again at this failure; reaching the limit locks.
-                _ = try await store.client.query("""
+                _ = try await store.client.query(
+                    """
                     INSERT INTO login_failures AS f (key, window_start, failures, locked_until)
                     VALUES (\(key.storeKey), \(now), 1, CASE WHEN 1 >= \(l.maxFailures) THEN \(now + l.lockout) ELSE 0 END)
                     ON CONFLICT (key) DO UPDATE SET
@@ -47,7 +51,9 @@ public final class PostgresFailedLogins: FailedLogins {
                         locked_until = CASE
                             WHEN (CASE WHEN \(now) - f.window_start > \(l.window) THEN 1 ELSE f.failures + 1 END) >= \(l.maxFailures)
                             THEN \(now + l.lockout) ELSE f.locked_until END
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
             } catch {
                 logger.warning("Failed logins: the shared count could not be updated; counting in this process")
             }
@@ -57,6 +63,9 @@ public final class PostgresFailedLogins: FailedLogins {
     /// A correct password clears the user's count, on every instance (not the address's).
     public func recordSuccess(user: String) async {
         fallback.recordSuccess(user: user)
-        _ = try? await store.client.query("DELETE FROM login_failures WHERE key = \(LoginThrottle.Key.user(user).storeKey)", logger: logger)
+        _ = try? await store.client.query(
+            "DELETE FROM login_failures WHERE key = \(LoginThrottle.Key.user(user).storeKey)",
+            logger: logger
+        )
     }
 }

@@ -35,10 +35,24 @@ public final class PostgresStore: BackendStore {
         } catch {
             throw StoreError("--store: TLS for PostgreSQL: \(error)")
         }
-        let port = components.port ?? 5432, secret = password ?? components.password, name = database.isEmpty ? nil : database
-        migrationConfiguration = PostgresConnection.Configuration(host: host, port: port, username: user, password: secret,
-                                                                  database: name, tls: migrationTLS)
-        var configuration = PostgresClient.Configuration(host: host, port: port, username: user, password: secret, database: name, tls: tls)
+        let port = components.port ?? 5432, secret = password ?? components.password,
+            name = database.isEmpty ? nil : database
+        migrationConfiguration = PostgresConnection.Configuration(
+            host: host,
+            port: port,
+            username: user,
+            password: secret,
+            database: name,
+            tls: migrationTLS
+        )
+        var configuration = PostgresClient.Configuration(
+            host: host,
+            port: port,
+            username: user,
+            password: secret,
+            database: name,
+            tls: tls
+        )
         configuration.options.maximumConnections = 20
         // postgres-nio logs statements at debug: a quiet logger keeps bound values out of the log.
         var quiet = logger
@@ -51,7 +65,11 @@ public final class PostgresStore: BackendStore {
     /// started, which the service group does once the store is open.
     public func migrate() async throws(StoreError) {
         do {
-            let connection = try await PostgresConnection.connect(configuration: migrationConfiguration, id: 0, logger: logger)
+            let connection = try await PostgresConnection.connect(
+                configuration: migrationConfiguration,
+                id: 0,
+                logger: logger
+            )
             do {
                 try await Self.applyMigrations(on: connection, logger: logger)
                 try await connection.close()
@@ -68,15 +86,26 @@ public final class PostgresStore: BackendStore {
     private static func applyMigrations(on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query("SELECT pg_advisory_lock(7316001)", logger: logger)
         do {
-            try await connection.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)",
+                logger: logger
+            )
             var current = 0
-            for try await version in try await connection.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", logger: logger).decode(Int.self) {
+            for try await version in try await connection.query(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                logger: logger
+            ).decode(Int.self) {
                 current = version
             }
             for step in Migrations.postgres where step.version > current {
                 try await connection.query("BEGIN", logger: logger)
-                for statement in step.statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-                try await connection.query("INSERT INTO schema_migrations (version, applied_at) VALUES (\(step.version), \(now))", logger: logger)
+                for statement in step.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (\(step.version), \(now))",
+                    logger: logger
+                )
                 try await connection.query("COMMIT", logger: logger)
             }
         } catch {
@@ -96,10 +125,12 @@ public final class PostgresStore: BackendStore {
     // MARK: Registrations
 
     public func insertRegistration(_ r: OwnedRegistration) async throws(StoreError) {
-        try await run("""
+        try await run(
+            """
             INSERT INTO registrations (id, owner, handle_hash, platform, tags, hub_id, updated_at)
             VALUES (\(r.id), \(r.owner), \(r.handleHash), \(r.platform), \(Migrations.join(r.tags)), \(r.hubID), \(Self.now))
-            """)
+            """
+        )
     }
 
     /// In one transaction under an advisory lock on (owner, handle): the handle's rows go, the new
@@ -108,15 +139,26 @@ public final class PostgresStore: BackendStore {
         let key = r.owner + "/" + r.handleHash
         do {
             return try await client.withTransaction(logger: logger) { connection in
-                _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 7316002))", logger: logger)
-                let removed = try await Self.decodeRegistrations(connection.query("""
-                    DELETE FROM registrations WHERE owner = \(r.owner) AND handle_hash = \(r.handleHash)
-                    RETURNING id, owner, handle_hash, platform, tags, hub_id
-                    """, logger: logger))
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(\(key), 7316002))",
+                    logger: logger
+                )
+                let removed = try await Self.decodeRegistrations(
+                    connection.query(
+                        """
+                        DELETE FROM registrations WHERE owner = \(r.owner) AND handle_hash = \(r.handleHash)
+                        RETURNING id, owner, handle_hash, platform, tags, hub_id
+                        """,
+                        logger: logger
+                    )
+                )
+                _ = try await connection.query(
+                    """
                     INSERT INTO registrations (id, owner, handle_hash, platform, tags, hub_id, updated_at)
                     VALUES (\(r.id), \(r.owner), \(r.handleHash), \(r.platform), \(Migrations.join(r.tags)), \(r.hubID), \(Self.now))
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
                 return removed
             }
         } catch {
@@ -125,19 +167,25 @@ public final class PostgresStore: BackendStore {
     }
 
     public func registration(id: String) async throws(StoreError) -> OwnedRegistration? {
-        try await registrations("SELECT id, owner, handle_hash, platform, tags, hub_id FROM registrations WHERE id = \(id)").first
+        try await registrations(
+            "SELECT id, owner, handle_hash, platform, tags, hub_id FROM registrations WHERE id = \(id)"
+        ).first
     }
 
     public func registrations(owner: String) async throws(StoreError) -> [OwnedRegistration] {
-        try await registrations("SELECT id, owner, handle_hash, platform, tags, hub_id FROM registrations WHERE owner = \(owner)")
+        try await registrations(
+            "SELECT id, owner, handle_hash, platform, tags, hub_id FROM registrations WHERE owner = \(owner)"
+        )
     }
 
     public func updateRegistration(_ r: OwnedRegistration) async throws(StoreError) -> Bool {
-        try await count("""
+        try await count(
+            """
             UPDATE registrations SET handle_hash = \(r.handleHash), platform = \(r.platform), tags = \(Migrations.join(r.tags)),
                 hub_id = \(r.hubID), updated_at = \(Self.now)
             WHERE id = \(r.id) AND owner = \(r.owner) RETURNING id
-            """) > 0
+            """
+        ) > 0
     }
 
     public func deleteRegistration(id: String, owner: String) async throws(StoreError) -> Bool {
@@ -148,7 +196,9 @@ public final class PostgresStore: BackendStore {
 
     public func nextPayloadID() async throws(StoreError) -> Int64 {
         do {
-            for try await n in try await client.query("SELECT nextval('payload_ids')", logger: logger).decode(Int64.self) { return n }
+            for try await n in try await client.query("SELECT nextval('payload_ids')", logger: logger).decode(
+                Int64.self
+            ) { return n }
         } catch {
             throw StoreError("PostgreSQL: \(Self.describe(error))")
         }
@@ -156,21 +206,35 @@ public final class PostgresStore: BackendStore {
     }
 
     public func insertPayload(_ p: SecurePayload) async throws(StoreError) -> Bool {
-        try await count("""
+        try await count(
+            """
             INSERT INTO payloads (id, users, tag_expression, payload, body, url, expires_at)
             VALUES (\(p.id), \(p.users.map(Migrations.join)), \(p.tagExpression), \(p.payload), \(p.body), \(p.url), \(p.expiresAt))
             ON CONFLICT (id) DO NOTHING RETURNING id
-            """) > 0
+            """
+        ) > 0
     }
 
     public func payload(id: String, now: Int64) async throws(StoreError) -> SecurePayload? {
         do {
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT id, users, tag_expression, payload, body, url, expires_at FROM payloads WHERE id = \(id) AND expires_at > \(now)
-                """, logger: logger)
-            for try await (id, users, expression, payload, body, url, expiresAt) in rows.decode((String, String?, String?, String, String?, String?, Int64).self) {
-                return SecurePayload(id: id, users: users.map(Migrations.split), tagExpression: expression, payload: payload, body: body, url: url,
-                                     expiresAt: expiresAt)
+                """,
+                logger: logger
+            )
+            for try await (id, users, expression, payload, body, url, expiresAt) in rows.decode(
+                (String, String?, String?, String, String?, String?, Int64).self
+            ) {
+                return SecurePayload(
+                    id: id,
+                    users: users.map(Migrations.split),
+                    tagExpression: expression,
+                    payload: payload,
+                    body: body,
+                    url: url,
+                    expiresAt: expiresAt
+                )
             }
             return nil
         } catch {
@@ -210,8 +274,19 @@ public final class PostgresStore: BackendStore {
 
     private static func decodeRegistrations(_ rows: PostgresRowSequence) async throws -> [OwnedRegistration] {
         var found: [OwnedRegistration] = []
-        for try await (id, owner, hash, platform, tags, hubID) in rows.decode((String, String, String, String?, String, String).self) {
-            found.append(OwnedRegistration(id: id, owner: owner, handleHash: hash, platform: platform, tags: Migrations.split(tags), hubID: hubID))
+        for try await (id, owner, hash, platform, tags, hubID) in rows.decode(
+            (String, String, String, String?, String, String).self
+        ) {
+            found.append(
+                OwnedRegistration(
+                    id: id,
+                    owner: owner,
+                    handleHash: hash,
+                    platform: platform,
+                    tags: Migrations.split(tags),
+                    hubID: hubID
+                )
+            )
         }
         return found
     }

@@ -17,7 +17,11 @@ public struct StoreWatch: Service {
     let report: @Sendable (String?) -> Void
     private let latency = Timer(label: "hubcast_backend_store_ping")
 
-    public init(store: any BackendStore, interval: Duration = .seconds(5), report: @escaping @Sendable (String?) -> Void) {
+    public init(
+        store: any BackendStore,
+        interval: Duration = .seconds(5),
+        report: @escaping @Sendable (String?) -> Void
+    ) {
         self.store = store
         self.interval = interval
         self.report = report

@@ -13,7 +13,14 @@ public struct OwnedRegistration: Sendable, Equatable {
     /// The hub's registration id: differs from `id` once a registration the hub forgot (410) was recreated.
     public var hubID: String
 
-    public init(id: String, owner: String, handleHash: String, platform: String? = nil, tags: [String] = [], hubID: String) {
+    public init(
+        id: String,
+        owner: String,
+        handleHash: String,
+        platform: String? = nil,
+        tags: [String] = [],
+        hubID: String
+    ) {
         self.id = id
         self.owner = owner
         self.handleHash = handleHash
@@ -38,7 +45,15 @@ public struct SecurePayload: Sendable, Equatable {
     /// Epoch seconds.
     public var expiresAt: Int64
 
-    public init(id: String, users: [String]?, tagExpression: String?, payload: String, body: String? = nil, url: String? = nil, expiresAt: Int64) {
+    public init(
+        id: String,
+        users: [String]?,
+        tagExpression: String?,
+        payload: String,
+        body: String? = nil,
+        url: String? = nil,
+        expiresAt: Int64
+    ) {
         self.id = id
         self.users = users
         self.tagExpression = tagExpression

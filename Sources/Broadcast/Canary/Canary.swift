@@ -26,8 +26,13 @@ public final class Canary: Service, Sendable {
         /// The consumer group: requests name it, and requests naming another are left alone.
         public var group: String
 
-        public init(topic: String = Canary.defaultTopic, tag: String = Canary.defaultTag, every: Duration? = nil, instance: String,
-                    group: String = "hubcast") {
+        public init(
+            topic: String = Canary.defaultTopic,
+            tag: String = Canary.defaultTag,
+            every: Duration? = nil,
+            instance: String,
+            group: String = "hubcast"
+        ) {
             self.topic = topic
             self.tag = tag
             self.every = every
@@ -50,8 +55,11 @@ public final class Canary: Service, Sendable {
         /// Where a result's line goes (stdout).
         public var write: @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }
 
-        public init(publish: @escaping @Sendable (CanaryRecord) async throws -> Void, owns: @escaping @Sendable () -> Bool,
-                    details: @escaping @Sendable (String) async throws(SendFailure) -> NotificationDetails) {
+        public init(
+            publish: @escaping @Sendable (CanaryRecord) async throws -> Void,
+            owns: @escaping @Sendable () -> Bool,
+            details: @escaping @Sendable (String) async throws(SendFailure) -> NotificationDetails
+        ) {
             self.publish = publish
             self.owns = owns
             self.details = details
@@ -94,8 +102,12 @@ public final class Canary: Service, Sendable {
             let now = seams.nowMs()
             if now - lastJunkWarningMs.load(ordering: .relaxed) >= 60_000 {
                 lastJunkWarningMs.store(now, ordering: .relaxed)
-                logger.warning("Not a canary record on the canary topic: skipped (said once a minute)", metadata: [
-                    "topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"])
+                logger.warning(
+                    "Not a canary record on the canary topic: skipped (said once a minute)",
+                    metadata: [
+                        "topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)",
+                    ]
+                )
             }
             return .done
         }
@@ -104,13 +116,29 @@ public final class Canary: Service, Sendable {
         let (taken, actions) = book.withLock { $0.taken(request, nowMs: now) }
         perform(actions)
         guard taken == .send else { return .done }
-        let planned = PlannedSend(tagExpression: configuration.tag, properties: [
-            ("messageParam", "hubcast canary"), ("headline", "hubcast canary"), ("category", "canary"), ("id", request.id), ("canary", "true"),
-        ])
+        let planned = PlannedSend(
+            tagExpression: configuration.tag,
+            properties: [
+                ("messageParam", "hubcast canary"), ("headline", "hubcast canary"), ("category", "canary"),
+                ("id", request.id), ("canary", "true"),
+            ]
+        )
         let deadlineMs = CanaryBook.deadlineMs(of: request, nowMs: now)
-        return .sends([NewsSend(planned: planned, itemID: request.id, category: "canary", source: message, priority: .breaking,
-                                staleAt: Double(deadlineMs) / 1000, isCanary: true)],
-                      priority: .breaking, freshFor: .milliseconds(deadlineMs - now))
+        return .sends(
+            [
+                NewsSend(
+                    planned: planned,
+                    itemID: request.id,
+                    category: "canary",
+                    source: message,
+                    priority: .breaking,
+                    staleAt: Double(deadlineMs) / 1000,
+                    isCanary: true
+                )
+            ],
+            priority: .breaking,
+            freshFor: .milliseconds(deadlineMs - now)
+        )
     }
 
     /// The hub accepted a canary send.
@@ -177,14 +205,21 @@ public final class Canary: Service, Sendable {
             do { try await cancelWhenGracefulShutdown { try await self.seams.sleep(every) } } catch { return }
             guard seams.owns(), !book.withLock({ $0.stopping }) else { continue }
             let now = seams.nowMs()
-            let request = CanaryRequest(id: "canary-\(configuration.instance)-\(sequence.add(1, ordering: .relaxed).newValue)",
-                                        requestedAtMs: now, deadlineMs: now + every.inMilliseconds, by: configuration.instance,
-                                        group: configuration.group)
+            let request = CanaryRequest(
+                id: "canary-\(configuration.instance)-\(sequence.add(1, ordering: .relaxed).newValue)",
+                requestedAtMs: now,
+                deadlineMs: now + every.inMilliseconds,
+                by: configuration.instance,
+                group: configuration.group
+            )
             book.withLock { $0.requested(request) }
             do {
                 try await seams.publish(.request(request))
             } catch {
-                logger.warning("The canary request could not be written to Kafka", metadata: ["topic": "\(configuration.topic)", "error": "\(error)"])
+                logger.warning(
+                    "The canary request could not be written to Kafka",
+                    metadata: ["topic": "\(configuration.topic)", "error": "\(error)"]
+                )
                 perform(book.withLock { $0.failed(id: request.id, reason: "kafka", final: true, nowMs: seams.nowMs()) })
             }
         }
@@ -192,7 +227,9 @@ public final class Canary: Service, Sendable {
 
     private func tick() async {
         while !Task.isShuttingDownGracefully {
-            do { try await cancelWhenGracefulShutdown { try await self.seams.sleep(Self.tickInterval) } } catch { return }
+            do { try await cancelWhenGracefulShutdown { try await self.seams.sleep(Self.tickInterval) } } catch {
+                return
+            }
             let now = seams.nowMs()
             let owning = seams.owns()
             perform(book.withLock { $0.tick(nowMs: now, owning: owning) })
@@ -212,7 +249,9 @@ public final class Canary: Service, Sendable {
                         actions = self.book.withLock { $0.details(id: v.id, details, nowMs: now) }
                     } catch {
                         let now = self.seams.nowMs()
-                        actions = self.book.withLock { $0.detailsUnavailable(id: v.id, status: error.status, message: error.message, nowMs: now) }
+                        actions = self.book.withLock {
+                            $0.detailsUnavailable(id: v.id, status: error.status, message: error.message, nowMs: now)
+                        }
                     }
                     self.perform(actions)
                 }
@@ -225,7 +264,10 @@ public final class Canary: Service, Sendable {
             do {
                 try await seams.publish(.result(result))
             } catch {
-                logger.warning("A canary result could not be written to Kafka", metadata: ["id": "\(result.id)", "error": "\(error)"])
+                logger.warning(
+                    "A canary result could not be written to Kafka",
+                    metadata: ["id": "\(result.id)", "error": "\(error)"]
+                )
             }
         }
     }
@@ -243,8 +285,12 @@ public final class Canary: Service, Sendable {
                 if result.succeeded {
                     logger.debug("Canary", metadata: ["id": "\(result.id)", "outcome": "\(result.outcome.rawValue)"])
                 } else {
-                    logger.error("Canary failed: the path from Kafka to the devices is broken", metadata: [
-                        "id": "\(result.id)", "reason": "\(result.reason ?? "-")"])
+                    logger.error(
+                        "Canary failed: the path from Kafka to the devices is broken",
+                        metadata: [
+                            "id": "\(result.id)", "reason": "\(result.reason ?? "-")",
+                        ]
+                    )
                 }
                 outboxWriter.yield(result)
             }
@@ -275,7 +321,8 @@ struct CanaryMetrics: Sendable {
         } else {
             // Reasons are a small fixed set: failure reasons, no-target, no-device, abandoned, cancelled,
             // unexpected-state, stale, undelivered, not-consumed, hub-unavailable, kafka.
-            Counter(label: "hubcast_canary_failures_total", dimensions: [("reason", result.reason ?? "unknown")]).increment()
+            Counter(label: "hubcast_canary_failures_total", dimensions: [("reason", result.reason ?? "unknown")])
+                .increment()
         }
     }
 }
@@ -285,11 +332,18 @@ extension Canary.Seams {
     /// consumer's assignment says whether this instance holds it, the client reads telemetry (a
     /// client of its own, one attempt a read: its failures must not tell the pipeline anything
     /// about the hub, and the next read is half a second away anyway).
-    public static func live(topic: String, producer: KafkaProducer, consumer: KafkaConsumer, client: NotificationHubClient) -> Self {
+    public static func live(
+        topic: String,
+        producer: KafkaProducer,
+        consumer: KafkaConsumer,
+        client: NotificationHubClient
+    ) -> Self {
         let partition = TopicPartition(topic: topic, partition: 0)
         return Self(
-            publish: { record in _ = try await producer.send(topic: topic, partition: 0, key: nil, value: record.bytes) },
+            publish: { record in _ = try await producer.send(topic: topic, partition: 0, key: nil, value: record.bytes)
+            },
             owns: { consumer.assignment.contains(partition) },
-            details: { id throws(SendFailure) in try await client.notificationDetails(id: id) })
+            details: { id throws(SendFailure) in try await client.notificationDetails(id: id) }
+        )
     }
 }

@@ -86,9 +86,12 @@ struct CanaryBook {
     /// The pipeline took a request from Kafka.
     mutating func taken(_ request: CanaryRequest, nowMs: Int64) -> (Taken, [Action]) {
         guard !reported.contains(request.id), request.group == nil || request.group == group,
-              request.isPlausible(nowMs: nowMs), nowMs - request.deadlineMs < Self.historyAfterMs else { return (.ignored, []) }
+            request.isPlausible(nowMs: nowMs), nowMs - request.deadlineMs < Self.historyAfterMs
+        else { return (.ignored, []) }
         var entry = entries[request.id] ?? Entry(request: request, taken: true)
-        guard entry.phase == .waiting, entries[request.id] != nil || entries.count < Self.mostOutstanding else { return (.ignored, []) }
+        guard entry.phase == .waiting, entries[request.id] != nil || entries.count < Self.mostOutstanding else {
+            return (.ignored, [])
+        }
         entry.request.deadlineMs = Self.deadlineMs(of: request, nowMs: nowMs)
         entry.taken = true
         entries[request.id] = entry
@@ -104,10 +107,23 @@ struct CanaryBook {
         // Requests are plausible (within a day of now), so this cannot overflow; clamped all the same.
         let endToEnd = max(0, nowMs.subtractingReportingOverflow(entry.request.requestedAtMs).partialValue)
         guard let notificationID else {
-            return finish(id, .accepted, reason: "the hub gave no notification id: telemetry needs a Standard tier hub", endToEndMs: endToEnd, nowMs: nowMs)
+            return finish(
+                id,
+                .accepted,
+                reason: "the hub gave no notification id: telemetry needs a Standard tier hub",
+                endToEndMs: endToEnd,
+                nowMs: nowMs
+            )
         }
         if let telemetryRefused {
-            return finish(id, .accepted, reason: telemetryRefused, endToEndMs: endToEnd, notificationID: notificationID, nowMs: nowMs)
+            return finish(
+                id,
+                .accepted,
+                reason: telemetryRefused,
+                endToEndMs: endToEnd,
+                notificationID: notificationID,
+                nowMs: nowMs
+            )
         }
         entries[id]?.phase = .verifying(notificationID: notificationID, endToEndMs: endToEnd)
         return [.verify(id: id, notificationID: notificationID, atMs: nowMs + Self.verifyEveryMs)]
@@ -122,7 +138,12 @@ struct CanaryBook {
             entries[id]?.lastFailure = reason
             return []
         }
-        return finish(id, .failed, reason: reason == FailureReason.stale.name ? missedReason(entry) : reason, nowMs: nowMs)
+        return finish(
+            id,
+            .failed,
+            reason: reason == FailureReason.stale.name ? missedReason(entry) : reason,
+            nowMs: nowMs
+        )
     }
 
     /// A send the hub failed (any send, not only a canary's).
@@ -142,7 +163,9 @@ struct CanaryBook {
 
     /// The hub's telemetry for it.
     mutating func details(id: String, _ details: NotificationDetails, nowMs: Int64) -> [Action] {
-        guard let entry = entries[id], case .verifying(let notificationID, let endToEnd) = entry.phase else { return [] }
+        guard let entry = entries[id], case .verifying(let notificationID, let endToEnd) = entry.phase else {
+            return []
+        }
         guard details.isFinal else {
             return notFinalYet(entry, "its telemetry still says \(details.state) at the deadline", nowMs: nowMs)
         }
@@ -155,7 +178,14 @@ struct CanaryBook {
         default: failure = "unexpected-state"
         }
         guard let failure else {
-            return finish(id, .verified, endToEndMs: endToEnd, devices: details.successes, notificationID: notificationID, nowMs: nowMs)
+            return finish(
+                id,
+                .verified,
+                endToEndMs: endToEnd,
+                devices: details.successes,
+                notificationID: notificationID,
+                nowMs: nowMs
+            )
         }
         return finish(id, .failed, reason: failure, endToEndMs: endToEnd, notificationID: notificationID, nowMs: nowMs)
     }
@@ -164,7 +194,9 @@ struct CanaryBook {
     /// sends in an outage) are asked again until the deadline; 403 (not on this tier) is never
     /// asked again; anything else is reported as accepted, with why.
     mutating func detailsUnavailable(id: String, status: Int?, message: String, nowMs: Int64) -> [Action] {
-        guard let entry = entries[id], case .verifying(let notificationID, let endToEnd) = entry.phase else { return [] }
+        guard let entry = entries[id], case .verifying(let notificationID, let endToEnd) = entry.phase else {
+            return []
+        }
         switch status {
         case 404:
             return notFinalYet(entry, "the hub had no telemetry for it by the deadline", nowMs: nowMs)
@@ -173,18 +205,39 @@ struct CanaryBook {
         case 403:
             let reason = "the hub refused its telemetry (HTTP 403): per-message telemetry needs a Standard tier hub"
             telemetryRefused = reason
-            return finish(id, .accepted, reason: reason, endToEndMs: endToEnd, notificationID: notificationID, nowMs: nowMs)
+            return finish(
+                id,
+                .accepted,
+                reason: reason,
+                endToEndMs: endToEnd,
+                notificationID: notificationID,
+                nowMs: nowMs
+            )
         default:
-            return finish(id, .accepted, reason: "its telemetry could not be read: \(message)", endToEndMs: endToEnd,
-                          notificationID: notificationID, nowMs: nowMs)
+            return finish(
+                id,
+                .accepted,
+                reason: "its telemetry could not be read: \(message)",
+                endToEndMs: endToEnd,
+                notificationID: notificationID,
+                nowMs: nowMs
+            )
         }
     }
 
     /// Its telemetry will not be asked for (the instance is stopping): what is known is reported.
     mutating func stopVerifying(id: String, nowMs: Int64) -> [Action] {
-        guard let entry = entries[id], case .verifying(let notificationID, let endToEnd) = entry.phase else { return [] }
-        return finish(id, .accepted, reason: "the instance stopped before its telemetry was final", endToEndMs: endToEnd,
-                      notificationID: notificationID, nowMs: nowMs)
+        guard let entry = entries[id], case .verifying(let notificationID, let endToEnd) = entry.phase else {
+            return []
+        }
+        return finish(
+            id,
+            .accepted,
+            reason: "the instance stopped before its telemetry was final",
+            endToEndMs: endToEnd,
+            notificationID: notificationID,
+            nowMs: nowMs
+        )
     }
 
     /// A graceful shutdown began.
@@ -205,8 +258,14 @@ struct CanaryBook {
             case .waiting:
                 actions += finish(id, .failed, reason: missedReason(entry), nowMs: nowMs)
             case .verifying(let notificationID, let endToEnd):
-                actions += finish(id, .accepted, reason: "its telemetry was not final by the deadline", endToEndMs: endToEnd,
-                                  notificationID: notificationID, nowMs: nowMs)
+                actions += finish(
+                    id,
+                    .accepted,
+                    reason: "its telemetry was not final by the deadline",
+                    endToEndMs: endToEnd,
+                    notificationID: notificationID,
+                    nowMs: nowMs
+                )
             }
         }
         return actions.sorted { $0.sortKey < $1.sortKey }
@@ -224,18 +283,44 @@ struct CanaryBook {
         guard case .verifying(let notificationID, let endToEnd) = entry.phase else { return [] }
         let next = nowMs + Self.verifyEveryMs
         guard next < entry.request.deadlineMs else {
-            return finish(entry.request.id, .accepted, reason: reason, endToEndMs: endToEnd, notificationID: notificationID, nowMs: nowMs)
+            return finish(
+                entry.request.id,
+                .accepted,
+                reason: reason,
+                endToEndMs: endToEnd,
+                notificationID: notificationID,
+                nowMs: nowMs
+            )
         }
         return [.verify(id: entry.request.id, notificationID: notificationID, atMs: next)]
     }
 
-    private mutating func finish(_ id: String, _ outcome: CanaryResult.Outcome, reason: String? = nil, endToEndMs: Int64? = nil,
-                                 devices: Int? = nil, notificationID: String? = nil, nowMs: Int64) -> [Action] {
+    private mutating func finish(
+        _ id: String,
+        _ outcome: CanaryResult.Outcome,
+        reason: String? = nil,
+        endToEndMs: Int64? = nil,
+        devices: Int? = nil,
+        notificationID: String? = nil,
+        nowMs: Int64
+    ) -> [Action] {
         entries[id] = nil
         if reported.count >= Self.reportedKept { reported.removeFirst(Self.reportedKept / 2) }
         reported.append(id)
-        return [.finish(CanaryResult(id: id, outcome: outcome, reason: reason, endToEndMs: endToEndMs, devices: devices,
-                                     notificationId: notificationID, by: instance, atMs: nowMs))]
+        return [
+            .finish(
+                CanaryResult(
+                    id: id,
+                    outcome: outcome,
+                    reason: reason,
+                    endToEndMs: endToEndMs,
+                    devices: devices,
+                    notificationId: notificationID,
+                    by: instance,
+                    atMs: nowMs
+                )
+            )
+        ]
     }
 }
 

@@ -57,8 +57,16 @@ public struct CanaryResult: Codable, Sendable, Equatable {
     public var by: String
     public var atMs: Int64
 
-    public init(id: String, outcome: Outcome, reason: String? = nil, endToEndMs: Int64? = nil, devices: Int? = nil,
-                notificationId: String? = nil, by: String, atMs: Int64) {
+    public init(
+        id: String,
+        outcome: Outcome,
+        reason: String? = nil,
+        endToEndMs: Int64? = nil,
+        devices: Int? = nil,
+        notificationId: String? = nil,
+        by: String,
+        atMs: Int64
+    ) {
         self.id = id
         self.outcome = outcome
         self.reason = reason
@@ -102,7 +110,8 @@ public enum CanaryRecord: Sendable, Equatable, Codable {
 
     /// The bytes of a Kafka message; nil for anything that is not one of the two.
     public init?(bytes: [UInt8]) {
-        guard bytes.count <= Self.maxBytes, let record = try? JSONDecoder().decode(CanaryRecord.self, from: Data(bytes)) else { return nil }
+        guard bytes.count <= Self.maxBytes, let record = try? JSONDecoder().decode(CanaryRecord.self, from: Data(bytes))
+        else { return nil }
         self = record
     }
 

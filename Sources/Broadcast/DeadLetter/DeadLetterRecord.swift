@@ -1,7 +1,7 @@
-import NotificationHubs
 import Foundation
 import Kafka
 import News
+import NotificationHubs
 
 /// A send (or a message) that will not be delivered, with everything needed to replay it
 /// (schemas/dead-letter.schema.json).
@@ -24,9 +24,20 @@ public struct DeadLetterRecord: Sendable {
     public var lastAttemptAt: Double?
     public var deadLetteredAt: Double
 
-    public init(reason: String, error: String, status: Int? = nil, attempts: Int = 0, message: [UInt8], itemID: String? = nil,
-                category: String? = nil, audience: String? = nil, source: KafkaMessage,
-                firstAttemptAt: Double? = nil, lastAttemptAt: Double? = nil, deadLetteredAt: Double = Date().timeIntervalSince1970) {
+    public init(
+        reason: String,
+        error: String,
+        status: Int? = nil,
+        attempts: Int = 0,
+        message: [UInt8],
+        itemID: String? = nil,
+        category: String? = nil,
+        audience: String? = nil,
+        source: KafkaMessage,
+        firstAttemptAt: Double? = nil,
+        lastAttemptAt: Double? = nil,
+        deadLetteredAt: Double = Date().timeIntervalSince1970
+    ) {
         self.reason = reason
         self.error = error
         self.status = status

@@ -19,8 +19,12 @@ public struct KafkaDeadLetterSink: DeadLetterSink {
     }
 
     public func write(_ record: DeadLetterRecord) async throws {
-        _ = try await producer.send(topic: topic, key: record.itemID.map { Array($0.utf8) }, value: record.json,
-                                    headers: [KafkaHeader(name: "hubcast-reason", value: Array(record.reason.utf8))])
+        _ = try await producer.send(
+            topic: topic,
+            key: record.itemID.map { Array($0.utf8) },
+            value: record.json,
+            headers: [KafkaHeader(name: "hubcast-reason", value: Array(record.reason.utf8))]
+        )
     }
 
     public func flush() async throws {}

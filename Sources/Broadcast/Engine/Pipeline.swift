@@ -62,9 +62,18 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     /// Puts an event on the loop's stream, stamped with the time it happened.
     let post: @Sendable (Event) -> Void
 
-    public init(source: any RecordSource, preparer: Preparer, sender: Delivery, deadLetters: any DeadLetterSink,
-                quota: QuotaSharing? = nil, configuration: Configuration, metrics: PipelineMetrics,
-                observer: PipelineObserver = PipelineObserver(), logger: Logger, clock: C) {
+    public init(
+        source: any RecordSource,
+        preparer: Preparer,
+        sender: Delivery,
+        deadLetters: any DeadLetterSink,
+        quota: QuotaSharing? = nil,
+        configuration: Configuration,
+        metrics: PipelineMetrics,
+        observer: PipelineObserver = PipelineObserver(),
+        logger: Logger,
+        clock: C
+    ) {
         self.source = source
         self.preparer = preparer
         self.sender = sender
@@ -82,26 +91,36 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             gaveUp: { partitions in
                 metrics.revokeTimeouts.increment()
                 observer.revokeGaveUp(partitions)
-                logger.error("A revoke was not answered in time: the partitions go with nothing committed since the last commit; the next owner sends that work again",
-                             metadata: ["partitions": "\(partitions)"])
+                logger.error(
+                    "A revoke was not answered in time: the partitions go with nothing committed since the last commit; the next owner sends that work again",
+                    metadata: ["partitions": "\(partitions)"]
+                )
             },
             answeredLate: { offsets in
-                logger.warning("A revoke was answered after its partitions had gone: these offsets were not committed",
-                               metadata: ["offsets": "\(offsets)"])
-            })
+                logger.warning(
+                    "A revoke was answered after its partitions had gone: these offsets were not committed",
+                    metadata: ["offsets": "\(offsets)"]
+                )
+            }
+        )
         self.revokes = revokes
-        let post: @Sendable (Event) -> Void = { [stream, origin, clock] in stream.yield(($0, origin.duration(to: clock.now))) }
+        let post: @Sendable (Event) -> Void = { [stream, origin, clock] in
+            stream.yield(($0, origin.duration(to: clock.now)))
+        }
         self.post = post
-        source.setRebalanceHandlers(RebalanceHandlers(
-            onAssign: { partitions in
-                metrics.rebalances(.assigned).increment()
-                post(.assigned(partitions))
-            },
-            onRevoke: { partitions in
-                metrics.rebalances(.revoked).increment()
-                return revokes.revoke(partitions) { post(.revoked(partitions, $0)) }
-            },
-            onRevokeCommitFailed: { _, _ in metrics.revokeCommitFailures.increment() }))
+        source.setRebalanceHandlers(
+            RebalanceHandlers(
+                onAssign: { partitions in
+                    metrics.rebalances(.assigned).increment()
+                    post(.assigned(partitions))
+                },
+                onRevoke: { partitions in
+                    metrics.rebalances(.revoked).increment()
+                    return revokes.revoke(partitions) { post(.revoked(partitions, $0)) }
+                },
+                onRevokeCommitFailed: { _, _ in metrics.revokeCommitFailures.increment() }
+            )
+        )
         sender.onAttemptFailed { post(.attemptFailed($0)) }
         quota?.exchange.onReport { post(.quotaReport($0)) }
         metrics.concurrency.set(configuration.engine.maxInFlight)
@@ -112,10 +131,9 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         post(.shutdown)
     }
 
-
     // `run` is called through `Service`, so without this every event, action and send of the
     // news pipeline ran as unspecialised generic code (runtime metadata lookups in the profile).
-    @_specialize(exported: false, where Preparer == NewsPreparer, Delivery == HubSender, C == ContinuousClock)
+    @_specialize(exported:false,where Preparer == NewsPreparer, Delivery == HubSender, C == ContinuousClock)
     public func run() async throws {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
@@ -150,15 +168,24 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
 
     private func now() -> Duration { origin.duration(to: clock.now) }
 
-    private func handle(_ event: Event, at now: Duration, engine: inout Engine, preparer: inout Preparer,
-                        book: inout QuotaShare?) -> [Engine.Action] {
+    private func handle(
+        _ event: Event,
+        at now: Duration,
+        engine: inout Engine,
+        preparer: inout Preparer,
+        book: inout QuotaShare?
+    ) -> [Engine.Action] {
         switch event {
         case .fetched(.records(let messages)):
             var records: [Engine.Record] = []
             records.reserveCapacity(messages.count)
             for message in messages where engine.accepts(message.topicPartition) {
-                records.append(Engine.Record(position: RecordPosition(message.topicPartition, offset: message.offset),
-                                             work: preparer.prepare(message)))
+                records.append(
+                    Engine.Record(
+                        position: RecordPosition(message.topicPartition, offset: message.offset),
+                        work: preparer.prepare(message)
+                    )
+                )
             }
             return engine.received(records, now: now)
         case .fetched(.timedOut):
@@ -234,16 +261,25 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             case .reportHubUnavailable(let reason, let since):
                 metrics.hubAvailable.set(0)
                 observer.hubUnavailable(reason)
-                logger.error("The hub is unavailable: sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it",
-                             metadata: ["reason": "\(reason)", "forSeconds": "\((now() - since).components.seconds)"])
+                logger.error(
+                    "The hub is unavailable: sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it",
+                    metadata: ["reason": "\(reason)", "forSeconds": "\((now() - since).components.seconds)"]
+                )
             case .reportHubAvailable(let after, let heldSends, let failedProbes):
                 metrics.hubAvailable.set(1)
                 observer.hubAvailable()
-                logger.info("The hub is available again", metadata: ["afterSeconds": "\(after.components.seconds)",
-                                                                    "heldSends": "\(heldSends)", "failedProbes": "\(failedProbes)"])
+                logger.info(
+                    "The hub is available again",
+                    metadata: [
+                        "afterSeconds": "\(after.components.seconds)",
+                        "heldSends": "\(heldSends)", "failedProbes": "\(failedProbes)",
+                    ]
+                )
             case .cancelInFlight:
-                logger.warning("Abandoning unfinished sends; they are read again later",
-                               metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
+                logger.warning(
+                    "Abandoning unfinished sends; they are read again later",
+                    metadata: ["sendsInFlight": "\(engine.sendsInFlight)"]
+                )
                 group.cancelAll()
             case .finish(let offsets):
                 // The others take this instance's share now, not when its reports age.
@@ -259,9 +295,15 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
 
     private func report(_ engine: Engine, _ quota: QuotaSharing, now: Duration, leaving: Bool) -> QuotaReport {
         let pace = engine.pace
-        return QuotaReport(instance: quota.instance, hub: quota.hub, accepted: pace.ownAcceptedPerSecond(now: now),
-                           taken: pace.ownTakenPerSecond(now: now), demand: engine.paceDemand(now: now),
-                           rate: pace.hubRate(now: now), leaving: leaving)
+        return QuotaReport(
+            instance: quota.instance,
+            hub: quota.hub,
+            accepted: pace.ownAcceptedPerSecond(now: now),
+            taken: pace.ownTakenPerSecond(now: now),
+            demand: engine.paceDemand(now: now),
+            rate: pace.hubRate(now: now),
+            leaving: leaving
+        )
     }
 
     private func refreshGauges(_ engine: Engine) {

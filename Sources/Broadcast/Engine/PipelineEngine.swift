@@ -216,7 +216,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     public mutating func fetchTimedOut(now: Duration) -> [Action] {
         fetching = false
         if let idle = configuration.stopWhenIdle, phase == .running, !owned.isEmpty, running.isEmpty, queued == 0,
-           now - (lastActivityAt ?? now) >= idle {
+            now - (lastActivityAt ?? now) >= idle
+        {
             return shutdownRequested(now: now)
         }
         return settle(now: now)
@@ -239,7 +240,9 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             pacer.accepted(epoch: run.epoch, now: now)
             if case .unavailable(let since, _) = hub {
                 hub = .available
-                actions.append(.reportHubAvailable(after: now - since, heldSends: lanes.count, failedProbes: failedProbes))
+                actions.append(
+                    .reportHubAvailable(after: now - since, heldSends: lanes.count, failedProbes: failedProbes)
+                )
                 failedProbes = 0
             }
             jobEnded(run)
@@ -450,7 +453,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         // Sends of paused partitions do not stop the fetching: what the others have (a breaking
         // item behind a backlog) must still come in. The hard cap bounds memory whatever happens.
         if phase == .running, !fetching, !exhausted, queued - waitingInPaused < configuration.maxQueued,
-           queued < configuration.maxQueued * 4 {
+            queued < configuration.maxQueued * 4
+        {
             fetching = true
             actions.append(.fetch(max: configuration.batchSize))
         }
@@ -488,7 +492,10 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         }
         let busy = lanes.waiting.reduce(0) { $0 + ($1 > 0 ? 1 : 0) }
         let perPartition = rate / Double(max(1, busy))
-        let limit = max(configuration.minLaneDepth, Int(min(perPartition * configuration.laneSeconds, Double(Int32.max))))
+        let limit = max(
+            configuration.minLaneDepth,
+            Int(min(perPartition * configuration.laneSeconds, Double(Int32.max)))
+        )
         return limit <= configuration.maxQueued ? limit : nil
     }
 

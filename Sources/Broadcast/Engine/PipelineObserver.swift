@@ -9,9 +9,11 @@ public struct PipelineObserver: Sendable {
     /// A revoke the engine did not answer in time: these partitions went with nothing committed.
     public var revokeGaveUp: @Sendable (_ partitions: [TopicPartition]) -> Void
 
-    public init(hubUnavailable: @escaping @Sendable (_ reason: String) -> Void = { _ in },
-                hubAvailable: @escaping @Sendable () -> Void = {},
-                revokeGaveUp: @escaping @Sendable (_ partitions: [TopicPartition]) -> Void = { _ in }) {
+    public init(
+        hubUnavailable: @escaping @Sendable (_ reason: String) -> Void = { _ in },
+        hubAvailable: @escaping @Sendable () -> Void = {},
+        revokeGaveUp: @escaping @Sendable (_ partitions: [TopicPartition]) -> Void = { _ in }
+    ) {
         self.hubUnavailable = hubUnavailable
         self.hubAvailable = hubAvailable
         self.revokeGaveUp = revokeGaveUp

@@ -29,8 +29,11 @@ final class RevokeRendezvous: Sendable {
     private let gaveUp: @Sendable ([TopicPartition]) -> Void
     private let answeredLate: @Sendable ([TopicPartitionOffset]) -> Void
 
-    init(timeout: Duration, gaveUp: @escaping @Sendable ([TopicPartition]) -> Void = { _ in },
-         answeredLate: @escaping @Sendable ([TopicPartitionOffset]) -> Void = { _ in }) {
+    init(
+        timeout: Duration,
+        gaveUp: @escaping @Sendable ([TopicPartition]) -> Void = { _ in },
+        answeredLate: @escaping @Sendable ([TopicPartitionOffset]) -> Void = { _ in }
+    ) {
         self.timeout = timeout
         self.gaveUp = gaveUp
         self.answeredLate = answeredLate

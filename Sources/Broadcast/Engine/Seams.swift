@@ -86,7 +86,8 @@ public struct QuotaSharing: Sendable {
     /// `hostName`, which resolves it through DNS and can hold the start-up for seconds.
     public static func uniqueInstance() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&buffer, buffer.count - 1) == 0
+        let host =
+            gethostname(&buffer, buffer.count - 1) == 0
             ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
         return "\(host)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     }

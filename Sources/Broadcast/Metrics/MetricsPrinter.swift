@@ -1,7 +1,7 @@
-import NotificationHubs
 import Foundation
 import Kafka
 import News
+import NotificationHubs
 import ServiceLifecycle
 import Telemetry
 
@@ -12,8 +12,11 @@ public struct MetricsPrinter: Service {
     let interval: Duration
     let write: @Sendable ([UInt8]) -> Void
 
-    public init(metrics: InMemoryMetrics, interval: Duration,
-                write: @escaping @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }) {
+    public init(
+        metrics: InMemoryMetrics,
+        interval: Duration,
+        write: @escaping @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }
+    ) {
         self.metrics = metrics
         self.interval = interval
         self.write = write
@@ -42,13 +45,20 @@ public struct MetricsPrinter: Service {
         write(Self.line(metrics.snapshot(resettingIntervals: false), previous: nil, elapsed: elapsed, final: true))
     }
 
-    static func line(_ s: InMemoryMetrics.Snapshot, previous: InMemoryMetrics.Snapshot?, elapsed: Duration, final: Bool) -> [UInt8] {
+    static func line(
+        _ s: InMemoryMetrics.Snapshot,
+        previous: InMemoryMetrics.Snapshot?,
+        elapsed: Duration,
+        final: Bool
+    ) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 512)
         w.beginObject()
         w.member("ts", CivilDate.rfc3339(epochSeconds: Date().timeIntervalSince1970))
-        for (field, label) in [("consumed", "consumed"), ("sent", "sent"), ("failed", "failed"), ("retried", "retried"),
-                               ("throttled", "throttled"), ("deadLettered", "dead_lettered"), ("invalid", "invalid"),
-                               ("expired", "expired"), ("stale", "stale"), ("duplicates", "duplicates")] {
+        for (field, label) in [
+            ("consumed", "consumed"), ("sent", "sent"), ("failed", "failed"), ("retried", "retried"),
+            ("throttled", "throttled"), ("deadLettered", "dead_lettered"), ("invalid", "invalid"),
+            ("expired", "expired"), ("stale", "stale"), ("duplicates", "duplicates"),
+        ] {
             w.key(field)
             w.number(s.counter(PipelineMetrics.prefix + label))
         }
@@ -61,12 +71,18 @@ public struct MetricsPrinter: Service {
         w.key("sendsPerSec")
         w.number(Double(sentNow) / seconds, decimals: 1)
         let timers = final ? s.totalTimers : s.intervalTimers
-        let send = timers.filter { $0.key.label == "hubcast_send_latency" }.values.reduce(into: LatencyHistogram()) { $0.merge($1) }
+        let send = timers.filter { $0.key.label == "hubcast_send_latency" }.values.reduce(into: LatencyHistogram()) {
+            $0.merge($1)
+        }
         w.key("latencyMs")
         writeLatency(send, into: &w)
         w.key("endToEndMs")
         w.beginObject()
-        for (category, histogram) in InMemoryMetrics.Snapshot.merged(timers, label: PipelineMetrics.endToEndLabel, by: "category").sorted(by: { $0.key < $1.key })
+        for (category, histogram) in InMemoryMetrics.Snapshot.merged(
+            timers,
+            label: PipelineMetrics.endToEndLabel,
+            by: "category"
+        ).sorted(by: { $0.key < $1.key })
         where histogram.count > 0 {
             w.key(category)
             writeLatency(histogram, into: &w)
@@ -85,7 +101,11 @@ public struct MetricsPrinter: Service {
         w.beginObject()
         for priority in Priority.mostUrgentFirst {
             w.key(priority.name)
-            w.number(s.counters.filter { $0.key.label == "hubcast_slo_missed" && $0.key.dimension("priority") == priority.name }.values.reduce(0, +))
+            w.number(
+                s.counters.filter {
+                    $0.key.label == "hubcast_slo_missed" && $0.key.dimension("priority") == priority.name
+                }.values.reduce(0, +)
+            )
         }
         w.endObject()
         w.key("lag")

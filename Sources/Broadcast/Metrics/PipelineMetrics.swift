@@ -39,7 +39,9 @@ public struct PipelineMetrics: Sendable {
     public let revokeTimeouts = Counter(label: "hubcast_rebalance_timeouts_total")
     /// Commits of a revoke's finished work the broker refused: the next owner sends that work again.
     public let revokeCommitFailures = Counter(label: "hubcast_revoke_commit_failures_total")
-    private let rebalanceCounters = Rebalance.allCases.map { Counter(label: "hubcast_rebalances_total", dimensions: [("kind", "\($0)")]) }
+    private let rebalanceCounters = Rebalance.allCases.map {
+        Counter(label: "hubcast_rebalances_total", dimensions: [("kind", "\($0)")])
+    }
 
     public enum Rebalance: Int, CaseIterable, Sendable { case assigned, revoked }
 
@@ -59,7 +61,9 @@ public struct PipelineMetrics: Sendable {
         paceShare.set(1)
         categoryIndex = Dictionary(categories.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         endToEnd = Priority.allCases.map { priority in
-            categories.map { Timer(label: Self.endToEndLabel, dimensions: [("category", $0), ("priority", priority.name)]) }
+            categories.map {
+                Timer(label: Self.endToEndLabel, dimensions: [("category", $0), ("priority", priority.name)])
+            }
         }
         sloMissed = Priority.allCases.map { Counter(label: "hubcast_slo_missed", dimensions: [("priority", $0.name)]) }
     }

@@ -29,16 +29,27 @@ public final class HubSender: Sender {
     /// Creates the client too: throttled sends come back at once (the engine holds each for its
     /// own `Retry-After`, and its pacer decides about the rest), and unanswered attempts reach the
     /// engine while the send still retries.
-    public init(configuration: NotificationHubConfiguration, transport: any HTTPTransport, delivered: DeliveredSends,
-                metrics: PipelineMetrics, logger: Logger, targets: [Priority: Duration] = [:],
-                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    public init(
+        configuration: NotificationHubConfiguration,
+        transport: any HTTPTransport,
+        delivered: DeliveredSends,
+        metrics: PipelineMetrics,
+        logger: Logger,
+        targets: [Priority: Duration] = [:],
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.targets = Priority.allCases.map { targets[$0]?.inMilliseconds }
         let listener = attemptListener
         var configuration = configuration
         configuration.retry.retriesThrottling = false
-        client = NotificationHubClient(configuration: configuration, transport: transport, logger: logger, attemptFailed: { reason, status in
-            if let failure = AttemptFailure(reason, status: status) { listener.fire(failure) }
-        })
+        client = NotificationHubClient(
+            configuration: configuration,
+            transport: transport,
+            logger: logger,
+            attemptFailed: { reason, status in
+                if let failure = AttemptFailure(reason, status: status) { listener.fire(failure) }
+            }
+        )
         self.delivered = delivered
         self.metrics = metrics
         self.logger = logger
@@ -71,8 +82,19 @@ public final class HubSender: Sender {
         // Waited past its deadline (behind others, for the hub, for a Retry-After): never sent.
         if let staleAt = send.staleAt, clock() >= staleAt {
             let last = forgetServerError(of: send)
-            return classify(last ?? SendFailure(reason: .stale, status: nil, message: "its deadline passed while it waited to be sent",
-                                                attempts: 0, throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0), of: send)
+            return classify(
+                last
+                    ?? SendFailure(
+                        reason: .stale,
+                        status: nil,
+                        message: "its deadline passed while it waited to be sent",
+                        attempts: 0,
+                        throttledAttempts: 0,
+                        firstAttemptAt: 0,
+                        lastAttemptAt: 0
+                    ),
+                of: send
+            )
         }
         // A copy of this (item, audience) from another partition may be in flight: wait for it.
         if await delivered.claim(send.deliveryKey) == .duplicate {
@@ -80,15 +102,22 @@ public final class HubSender: Sender {
             return .delivered
         }
         do {
-            let result = try await client.sendTemplate(properties: send.planned.properties, tagExpression: send.planned.tagExpression,
-                                                       deadline: send.staleAt)
+            let result = try await client.sendTemplate(
+                properties: send.planned.properties,
+                tagExpression: send.planned.tagExpression,
+                deadline: send.staleAt
+            )
             delivered.finished(send.deliveryKey, accepted: true)
             _ = forgetServerError(of: send)
             if send.isCanary {
                 canary.withLock { $0 }?.accepted(send, notificationID: result.notificationID)
             } else if let produced = send.source.timestampMs {
-                metrics.recordEndToEnd(category: send.category, priority: send.priority, milliseconds: max(0, Int64(clock() * 1000) - produced),
-                                       target: targets[send.priority.rawValue])
+                metrics.recordEndToEnd(
+                    category: send.category,
+                    priority: send.priority,
+                    milliseconds: max(0, Int64(clock() * 1000) - produced),
+                    target: targets[send.priority.rawValue]
+                )
             }
             metrics.sendLatency.recordNanoseconds(result.latency.inNanoseconds)
             metrics.retried.increment(by: result.attempts - 1)
@@ -126,9 +155,17 @@ public final class HubSender: Sender {
             return .hubUnavailable(reason: error.summary, noAnswer: true)
         }
         // Its deadline came while the hub kept answering 5xx: that, not the clock, is why it did not go.
-        let error = error.reason == .stale && (500...599).contains(error.status ?? 0)
-            ? SendFailure(reason: .serverError, status: error.status, message: error.message, attempts: error.attempts,
-                          throttledAttempts: error.throttledAttempts, firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt)
+        let error =
+            error.reason == .stale && (500...599).contains(error.status ?? 0)
+            ? SendFailure(
+                reason: .serverError,
+                status: error.status,
+                message: error.message,
+                attempts: error.attempts,
+                throttledAttempts: error.throttledAttempts,
+                firstAttemptAt: error.firstAttemptAt,
+                lastAttemptAt: error.lastAttemptAt
+            )
             : error
         if error.owner != .nobody { _ = forgetServerError(of: send) }
         let notTheItems = PipelineEngine<NewsSend>.Outcome(notTheItemsFault: error)
@@ -140,9 +177,11 @@ public final class HubSender: Sender {
             if notTheItems == nil { return .finishedElsewhere }
         }
         if let notTheItems { return notTheItems }
-        let metadata: Logger.Metadata = ["itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
-                                         "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
-                                         "attempts": "\(error.attempts)", "error": "\(error.message)"]
+        let metadata: Logger.Metadata = [
+            "itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
+            "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
+            "attempts": "\(error.attempts)", "error": "\(error.message)",
+        ]
         if error.reason == .stale {
             metrics.stale.increment()
             logger.warning("Send too late: dead-lettered, not sent", metadata: metadata)
@@ -150,10 +189,21 @@ public final class HubSender: Sender {
             metrics.failed.increment()
             logger.error("Send failed", metadata: metadata)
         }
-        return .failed(DeadLetterRecord(
-            reason: error.reason.name, error: error.message, status: error.status, attempts: error.attempts,
-            message: send.source.value, itemID: send.itemID, category: send.category, audience: send.planned.tagExpression,
-            source: send.source, firstAttemptAt: error.firstAttemptAt, lastAttemptAt: error.lastAttemptAt))
+        return .failed(
+            DeadLetterRecord(
+                reason: error.reason.name,
+                error: error.message,
+                status: error.status,
+                attempts: error.attempts,
+                message: send.source.value,
+                itemID: send.itemID,
+                category: send.category,
+                audience: send.planned.tagExpression,
+                source: send.source,
+                firstAttemptAt: error.firstAttemptAt,
+                lastAttemptAt: error.lastAttemptAt
+            )
+        )
     }
 }
 
@@ -164,7 +214,11 @@ extension PipelineEngine.Outcome {
         switch error.owner {
         case .nobody: self = .abandoned
         case .throttling: self = .throttled(retryAfter: error.retryAfter)
-        case .hub: self = .hubUnavailable(reason: error.summary, noAnswer: error.status == nil && (error.reason == .transport || error.reason == .timeout))
+        case .hub:
+            self = .hubUnavailable(
+                reason: error.summary,
+                noAnswer: error.status == nil && (error.reason == .transport || error.reason == .timeout)
+            )
         case .item: return nil
         }
     }

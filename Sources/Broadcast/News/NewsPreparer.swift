@@ -20,9 +20,17 @@ public struct NewsPreparer: RecordPreparer {
     /// Takes the canary topic's records, when the canary is on.
     let canary: Canary?
 
-    public init(categories: Categories, maxMessageBytes: Int, delivered: DeliveredSends, metrics: PipelineMetrics, logger: Logger,
-                categoryPriority: [String: Priority] = [:], maxAge: Duration? = nil, canary: Canary? = nil,
-                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    public init(
+        categories: Categories,
+        maxMessageBytes: Int,
+        delivered: DeliveredSends,
+        metrics: PipelineMetrics,
+        logger: Logger,
+        categoryPriority: [String: Priority] = [:],
+        maxAge: Duration? = nil,
+        canary: Canary? = nil,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.categories = categories
         self.categoryPriority = categoryPriority
         self.maxAge = maxAge?.inSeconds
@@ -53,12 +61,21 @@ public struct NewsPreparer: RecordPreparer {
             return .done
         }
         // Without a Kafka timestamp the age counts from now: the bound still holds for retries.
-        let staleAt = item.expiresAt?.epochSeconds ?? maxAge.map { (message.timestampMs.map { Double($0) / 1000 } ?? now) + $0 }
+        let staleAt =
+            item.expiresAt?.epochSeconds ?? maxAge.map { (message.timestampMs.map { Double($0) / 1000 } ?? now) + $0 }
         if let staleAt, staleAt <= now {
             metrics.stale.increment()
-            return .deadLetter(DeadLetterRecord(
-                reason: FailureReason.stale.name, error: "produced \(Int(now - staleAt + (maxAge ?? 0))) s ago, over the maximum age of \(Int(maxAge ?? 0)) s",
-                message: message.value, itemID: item.id, category: category, source: message))
+            return .deadLetter(
+                DeadLetterRecord(
+                    reason: FailureReason.stale.name,
+                    error:
+                        "produced \(Int(now - staleAt + (maxAge ?? 0))) s ago, over the maximum age of \(Int(maxAge ?? 0)) s",
+                    message: message.value,
+                    itemID: item.id,
+                    category: category,
+                    source: message
+                )
+            )
         }
         let planned: [PlannedSend]
         do {
@@ -67,7 +84,16 @@ public struct NewsPreparer: RecordPreparer {
             return invalid(message, error.description, itemID: item.id, category: category)
         }
         let priority = item.priority ?? categoryPriority[category] ?? .normal
-        let sends = planned.map { NewsSend(planned: $0, itemID: item.id, category: category, source: message, priority: priority, staleAt: staleAt) }
+        let sends = planned.map {
+            NewsSend(
+                planned: $0,
+                itemID: item.id,
+                category: category,
+                source: message,
+                priority: priority,
+                staleAt: staleAt
+            )
+        }
         let fresh = sends.filter { !delivered.contains($0.deliveryKey) }
         if fresh.isEmpty {
             metrics.duplicates.increment()
@@ -76,11 +102,29 @@ public struct NewsPreparer: RecordPreparer {
         return .sends(fresh, priority: priority, freshFor: staleAt.map { .seconds(max(0, $0 - now)) })
     }
 
-    private func invalid(_ message: KafkaMessage, _ error: String, itemID: String?, category: String?) -> PipelineEngine<NewsSend>.Work {
+    private func invalid(
+        _ message: KafkaMessage,
+        _ error: String,
+        itemID: String?,
+        category: String?
+    ) -> PipelineEngine<NewsSend>.Work {
         metrics.invalid.increment()
-        logger.warning("Invalid news item", metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)",
-                                                        "offset": "\(message.offset)", "error": "\(error)"])
-        return .deadLetter(DeadLetterRecord(reason: FailureReason.invalid.name, error: error, message: message.value, itemID: itemID,
-                                            category: category, source: message))
+        logger.warning(
+            "Invalid news item",
+            metadata: [
+                "topic": "\(message.topic)", "partition": "\(message.partition)",
+                "offset": "\(message.offset)", "error": "\(error)",
+            ]
+        )
+        return .deadLetter(
+            DeadLetterRecord(
+                reason: FailureReason.invalid.name,
+                error: error,
+                message: message.value,
+                itemID: itemID,
+                category: category,
+                source: message
+            )
+        )
     }
 }

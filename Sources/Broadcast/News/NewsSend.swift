@@ -22,8 +22,15 @@ public struct NewsSend: Sendable {
     /// preparer checks it and the sender marks it.
     let deliveryKey: Int
 
-    public init(planned: PlannedSend, itemID: String, category: String, source: KafkaMessage, priority: Priority = .normal,
-                staleAt: Double? = nil, isCanary: Bool = false) {
+    public init(
+        planned: PlannedSend,
+        itemID: String,
+        category: String,
+        source: KafkaMessage,
+        priority: Priority = .normal,
+        staleAt: Double? = nil,
+        isCanary: Bool = false
+    ) {
         self.planned = planned
         self.itemID = itemID
         self.category = category

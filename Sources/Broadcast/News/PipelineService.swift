@@ -1,6 +1,6 @@
 import Kafka
-import News
 import Logging
+import News
 import NotificationHubs
 
 /// The news pipeline as `run` and `demo` both wire it: one concurrency policy, one dead-letter
@@ -10,8 +10,16 @@ public enum PipelineService {
 
     /// The consumer's settings for the pipeline: a few batches buffered (librdkafka's own queue
     /// is the deep buffer).
-    public static func consumerConfiguration(kafka: KafkaConfiguration, groupID: String, configuration: PipelineConfiguration) -> KafkaConsumerConfiguration {
-        var consumer = KafkaConsumerConfiguration(kafka: kafka, groupID: groupID, topics: configuration.categories.topics + (configuration.canaryTopic.map { [$0] } ?? []))
+    public static func consumerConfiguration(
+        kafka: KafkaConfiguration,
+        groupID: String,
+        configuration: PipelineConfiguration
+    ) -> KafkaConsumerConfiguration {
+        var consumer = KafkaConsumerConfiguration(
+            kafka: kafka,
+            groupID: groupID,
+            topics: configuration.categories.topics + (configuration.canaryTopic.map { [$0] } ?? [])
+        )
         consumer.bufferCapacity = max(configuration.batchSize * 4, 2000)
         consumer.fetchWaitMaxMs = configuration.fetchWaitMs
         return consumer
@@ -19,32 +27,73 @@ public enum PipelineService {
 
     /// The hub sender with one connection per send in flight (fewer would queue inside libcurl),
     /// within half of the usual 1,024 open files; over HTTP/2 the sends share a few connections.
-    public static func sender(hub: NotificationHubConfiguration, transport: TransportConfiguration, configuration: PipelineConfiguration,
-                              metrics: PipelineMetrics, logger: Logger) -> HubSender {
+    public static func sender(
+        hub: NotificationHubConfiguration,
+        transport: TransportConfiguration,
+        configuration: PipelineConfiguration,
+        metrics: PipelineMetrics,
+        logger: Logger
+    ) -> HubSender {
         var transport = transport
         transport.maxConnectionsPerHost = min(configuration.concurrency, 512)
         // All a send reads of the hub's answer (NotificationHubClient.accepted and its retries).
         transport.keptResponseHeaders = ["location", "trackingid", "retry-after"]
-        return HubSender(configuration: hub, transport: CurlTransport(configuration: transport, logger: logger),
-                         delivered: DeliveredSends(capacity: configuration.dedupeWindow), metrics: metrics, logger: logger,
-                         targets: configuration.targets)
+        return HubSender(
+            configuration: hub,
+            transport: CurlTransport(configuration: transport, logger: logger),
+            delivered: DeliveredSends(capacity: configuration.dedupeWindow),
+            metrics: metrics,
+            logger: logger,
+            targets: configuration.targets
+        )
     }
 
-    public static func pipeline(source: any RecordSource, sender: HubSender, deadLetters: any DeadLetterSink, quota: QuotaSharing? = nil,
-                                canary: Canary? = nil, configuration: PipelineConfiguration, metrics: PipelineMetrics, observer: PipelineObserver = PipelineObserver(),
-                                logger: Logger) -> NewsPipeline {
-        let preparer = NewsPreparer(categories: configuration.categories, maxMessageBytes: configuration.maxMessageBytes,
-                                    delivered: sender.delivered, metrics: metrics, logger: logger,
-                                    categoryPriority: configuration.categoryPriority, maxAge: configuration.maxAge, canary: canary)
+    public static func pipeline(
+        source: any RecordSource,
+        sender: HubSender,
+        deadLetters: any DeadLetterSink,
+        quota: QuotaSharing? = nil,
+        canary: Canary? = nil,
+        configuration: PipelineConfiguration,
+        metrics: PipelineMetrics,
+        observer: PipelineObserver = PipelineObserver(),
+        logger: Logger
+    ) -> NewsPipeline {
+        let preparer = NewsPreparer(
+            categories: configuration.categories,
+            maxMessageBytes: configuration.maxMessageBytes,
+            delivered: sender.delivered,
+            metrics: metrics,
+            logger: logger,
+            categoryPriority: configuration.categoryPriority,
+            maxAge: configuration.maxAge,
+            canary: canary
+        )
         var observer = observer
         if let canary {
             sender.attach(canary)
             let toldAvailable = observer.hubAvailable, toldUnavailable = observer.hubUnavailable
-            observer.hubAvailable = { toldAvailable(); canary.hubAvailable() }
-            observer.hubUnavailable = { toldUnavailable($0); canary.hubUnavailable() }
+            observer.hubAvailable = {
+                toldAvailable()
+                canary.hubAvailable()
+            }
+            observer.hubUnavailable = {
+                toldUnavailable($0)
+                canary.hubUnavailable()
+            }
         }
-        return Pipeline(source: source, preparer: preparer, sender: sender, deadLetters: deadLetters, quota: quota,
-                        configuration: shell(configuration), metrics: metrics, observer: observer, logger: logger, clock: ContinuousClock())
+        return Pipeline(
+            source: source,
+            preparer: preparer,
+            sender: sender,
+            deadLetters: deadLetters,
+            quota: quota,
+            configuration: shell(configuration),
+            metrics: metrics,
+            observer: observer,
+            logger: logger,
+            clock: ContinuousClock()
+        )
     }
 
     static func shell(_ c: PipelineConfiguration) -> NewsPipeline.Configuration {

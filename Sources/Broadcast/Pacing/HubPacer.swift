@@ -336,7 +336,8 @@ public struct HubPacer: Sendable, Equatable {
         // The sporadic throttling is over (a storm passed): what was measured under it is too
         // low, so look upward by doubling rather than along the half-minute curve.
         if case .recovering = mode, sporadicShare > 0, current.recentAnswered >= 100, current.recentThrottled < 1,
-           let rate = hubRate(now: now) {
+            let rate = hubRate(now: now)
+        {
             sporadicShare = 0
             mode = .probing(from: rate, since: now)
         }
@@ -350,8 +351,11 @@ public struct HubPacer: Sendable, Equatable {
         guard sendEpoch == epoch else { return }
         if current.answered >= configuration.judgedAfter && current.share >= configuration.severeShare {
             let spellStart = spellStart ?? now
-            decrease = Decrease(pacedRate: hubRate(now: now) ?? current.sendRate(now: now), spell: now - spellStart,
-                                lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersAccepted)
+            decrease = Decrease(
+                pacedRate: hubRate(now: now) ?? current.sendRate(now: now),
+                spell: now - spellStart,
+                lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersAccepted
+            )
             openJudgement()
             pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
             current.endRate = decrease?.pacedRate
@@ -414,7 +418,8 @@ public struct HubPacer: Sendable, Equatable {
         let wanted = min(c.judgedAtMost, max(c.judgedAfter, Int(4 / max(previous.recentShare, 0.01))))
         // Throttled beyond the sporadic share known: the cut did not reach under the quota.
         let known = sporadic(now: now)
-        let stillThrottled = current.throttled >= 4 && current.answered >= c.judgedAfter / 2
+        let stillThrottled =
+            current.throttled >= 4 && current.answered >= c.judgedAfter / 2
             && current.share > known + margin(known, answers: Double(current.answered))
         guard current.duration(now: now) >= c.judgedSpell, current.answered >= wanted || stillThrottled else { return }
         let share = current.share
@@ -441,7 +446,8 @@ public struct HubPacer: Sendable, Equatable {
         // How the epoch before ended: its last answers, at the rate it ended with.
         let shareBefore = before.recentShare
         guard before.paced, before.duration(now: now) >= configuration.judgedSpell,
-              before.recentAnswered >= Double(configuration.judgedAfter), before.recentThrottled > 0 else { return false }
+            before.recentAnswered >= Double(configuration.judgedAfter), before.recentThrottled > 0
+        else { return false }
         let rateBefore = min(before.endRate ?? .infinity, before.sendRate(now: now))
         let quota = rateBefore * (1 - shareBefore)
         let quotaShare = max(sporadic(now: now), 1 - quota / current.sendRate(now: now))
@@ -470,8 +476,10 @@ public struct HubPacer: Sendable, Equatable {
             // Accepted over the epoch's last second: a quota's measure if the sends went on
             // through it, too few to mean anything if they came in bursts (then only halve).
             recentAccepted = (spell >= .seconds(1) ? accepted.total(now: now) : current.accepted) + group.othersAccepted
-            acceptedRate = spell >= .seconds(1)
-                ? acceptedPerSecond(now: now) : current.accepted / max(spell, .milliseconds(1)).inSeconds + group.othersAccepted
+            acceptedRate =
+                spell >= .seconds(1)
+                ? acceptedPerSecond(now: now)
+                : current.accepted / max(spell, .milliseconds(1)).inSeconds + group.othersAccepted
         }
         // The hub took the sporadically throttled sends too (they count against a quota).
         let measured = acceptedRate / (1 - min(0.5, sporadic(now: now)))
@@ -488,7 +496,8 @@ public struct HubPacer: Sendable, Equatable {
         let c = configuration
         let reliable = d.spell >= c.reliableSpell && spellAccepted >= c.reliableCount
         // From a short spell, mostly burst allowance: measured over a quarter second at least.
-        let measured = reliable
+        let measured =
+            reliable
             ? (d.spell >= .seconds(1) ? d.lastSecond : spellAccepted / d.spell.inSeconds)
             : spellAccepted / max(d.spell, .milliseconds(250)).inSeconds
         lower(from: d.pacedRate, measured: measured, reliable: reliable, since: pausedUntil)
@@ -521,7 +530,9 @@ public struct HubPacer: Sendable, Equatable {
 
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
     private mutating func openJudgement() {
-        if judging == nil { judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate, probingSpan: probingSpan) }
+        if judging == nil {
+            judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate, probingSpan: probingSpan)
+        }
     }
 
     private mutating func startEpoch(at start: Duration) {

@@ -25,7 +25,11 @@ public final class KafkaQuotaExchange: QuotaExchange, Service {
         // A report is stale in a second: not worth the wait for every replica, nor a retry.
         producerConfiguration.messageTimeoutMs = 2000
         producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
-        var consumerConfiguration = KafkaConsumerConfiguration(kafka: kafka, groupID: "hubcast-quota-" + instance, topics: [topic])
+        var consumerConfiguration = KafkaConsumerConfiguration(
+            kafka: kafka,
+            groupID: "hubcast-quota-" + instance,
+            topics: [topic]
+        )
         consumerConfiguration.offsetReset = .latest
         consumerConfiguration.bufferCapacity = 1000
         // Not the news consumer's 3 ms: an idle instance would ask 333 times a second for a few
@@ -65,7 +69,9 @@ public final class KafkaQuotaExchange: QuotaExchange, Service {
                     async let polling: Void = { try? await consumer.run() }()
                     let decoder = JSONDecoder()
                     for await message in consumer.messages {
-                        guard let report = try? decoder.decode(QuotaReport.self, from: Data(message.value)) else { continue }
+                        guard let report = try? decoder.decode(QuotaReport.self, from: Data(message.value)) else {
+                            continue
+                        }
                         self.handler.withLock { $0 }?(report)
                     }
                     await polling
@@ -83,12 +89,18 @@ public final class KafkaQuotaExchange: QuotaExchange, Service {
         for await report in outbox {
             guard let value = try? encoder.encode(report) else { continue }
             do {
-                _ = try await producer.send(topic: topic, key: Array("\(report.hub)/\(report.instance)".utf8), value: Array(value))
+                _ = try await producer.send(
+                    topic: topic,
+                    key: Array("\(report.hub)/\(report.instance)".utf8),
+                    value: Array(value)
+                )
                 if first { firstDelivered.yield(true) }
             } catch {
                 if first {
-                    logger.warning("The quota topic cannot be written (the cluster does not have it and did not create it): this instance paces the hub alone",
-                                   metadata: ["topic": "\(topic)", "error": "\(error)"])
+                    logger.warning(
+                        "The quota topic cannot be written (the cluster does not have it and did not create it): this instance paces the hub alone",
+                        metadata: ["topic": "\(topic)", "error": "\(error)"]
+                    )
                     firstDelivered.yield(false)
                 } else {
                     logger.debug("A quota report was not delivered", metadata: ["error": "\(error)"])

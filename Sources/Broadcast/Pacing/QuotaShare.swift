@@ -14,7 +14,15 @@ public struct QuotaReport: Sendable, Equatable, Codable {
     /// Sent on a clean stop: its share is given back at once rather than when its reports age.
     public var leaving: Bool
 
-    public init(instance: String, hub: String, accepted: Double, taken: Double, demand: Double, rate: Double?, leaving: Bool = false) {
+    public init(
+        instance: String,
+        hub: String,
+        accepted: Double,
+        taken: Double,
+        demand: Double,
+        rate: Double?,
+        leaving: Bool = false
+    ) {
         self.instance = instance
         self.hub = hub
         self.accepted = accepted
@@ -88,8 +96,12 @@ public struct QuotaShare: Sendable, Equatable {
         let share = Self.allocate(rate, asks: asks.map { $0 * configuration.headroom })[0] / max(rate, 1e-9)
         // The busiest one's rate has been tried; an idle one's may have grown unchecked.
         let busiest = others.filter { $0.rate != nil }.max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
-        return HubPacer.Group(share: share, othersAccepted: others.reduce(0) { $0 + $1.accepted },
-                              othersTaken: others.reduce(0) { $0 + $1.taken }, othersRate: busiest?.rate)
+        return HubPacer.Group(
+            share: share,
+            othersAccepted: others.reduce(0) { $0 + $1.accepted },
+            othersTaken: others.reduce(0) { $0 + $1.taken },
+            othersRate: busiest?.rate
+        )
     }
 
     /// Max-min fair split of `total` between `asks` (water-filling); what is left when every ask

@@ -11,7 +11,10 @@ public enum TemplateProperties {
     /// A secure item (seed 001) carries only its id: devices fetch the rest from the backend.
     public static func build(for item: NewsItem, category: String) -> [(String, String)] {
         if item.secure {
-            return [("messageParam", "Breaking \(category) News"), ("category", category), ("id", item.id), ("secure", "true")]
+            return [
+                ("messageParam", "Breaking \(category) News"), ("category", category), ("id", item.id),
+                ("secure", "true"),
+            ]
         }
         var properties: [(String, String)] = [
             ("messageParam", "Breaking \(category) News : \(item.headline)"),
@@ -20,7 +23,8 @@ public enum TemplateProperties {
             ("id", item.id),
         ]
         if let url = item.url { properties.append(("url", url)) }
-        for (name, value) in item.properties.sorted(by: { $0.key < $1.key }) where !reserved.contains(name.lowercased()) {
+        for (name, value) in item.properties.sorted(by: { $0.key < $1.key }) where !reserved.contains(name.lowercased())
+        {
             properties.append((name, value))
         }
         return properties

@@ -54,7 +54,11 @@ public struct OffsetTracker: Sendable {
         partitions.compactMap { tp, p in
             guard include(tp), let point = p.commitPoint, point != p.lastCommitted else { return nil }
             return TopicPartitionOffset(tp, offset: point)
-        }.sorted { ($0.topicPartition.topic, $0.topicPartition.partition) < ($1.topicPartition.topic, $1.topicPartition.partition) }
+        }.sorted {
+            ($0.topicPartition.topic, $0.topicPartition.partition) < (
+                $1.topicPartition.topic, $1.topicPartition.partition
+            )
+        }
     }
 
     /// The broker accepted these offsets.

@@ -40,7 +40,8 @@ public struct AccessPolicy: Sendable {
     /// The connection string a client uses for `keyName`, pointing at `host:port` as an emulator.
     public func connectionString(keyName: String, host: String, port: Int) -> String? {
         guard let key = keys.first(where: { $0.name == keyName }) else { return nil }
-        return "Endpoint=sb://\(host):\(port)/;SharedAccessKeyName=\(key.name);SharedAccessKey=\(key.secret);UseDevelopmentEmulator=true"
+        return
+            "Endpoint=sb://\(host):\(port)/;SharedAccessKeyName=\(key.name);SharedAccessKey=\(key.secret);UseDevelopmentEmulator=true"
     }
 
     /// Why a request was refused; NH answers all of these with 401.
@@ -50,28 +51,42 @@ public struct AccessPolicy: Sendable {
 
     /// Checks an `Authorization` header for `resource` (e.g. `http://127.0.0.1:8089/hub`).
     public func authorize(_ header: String?, resource: String, needs right: Rights, now: Double) throws(Denied) {
-        guard let header, !header.isEmpty else { throw Denied(detail: "MissingToken: the Authorization header is missing") }
+        guard let header, !header.isEmpty else {
+            throw Denied(detail: "MissingToken: the Authorization header is missing")
+        }
         let token: VerifiedTokens.Token
         if let known = verified.lookup(header) {
             token = known
         } else {
-            guard let fields = SASToken.parse(header) else { throw Denied(detail: "InvalidToken: the Authorization header is not a SharedAccessSignature") }
+            guard let fields = SASToken.parse(header) else {
+                throw Denied(detail: "InvalidToken: the Authorization header is not a SharedAccessSignature")
+            }
             guard let key = keys.first(where: { $0.name == fields.keyName }) else {
                 throw Denied(detail: "InvalidToken: unknown key name \(fields.keyName)")
             }
-            guard fields.isSigned(by: key.secret) else { throw Denied(detail: "InvalidSignature: the token's signature does not match") }
-            token = .init(keyName: key.name, rights: key.rights, expiry: fields.expiry,
-                          scope: PercentEncoding.decode(fields.resource)?.lowercased() ?? "")
+            guard fields.isSigned(by: key.secret) else {
+                throw Denied(detail: "InvalidSignature: the token's signature does not match")
+            }
+            token = .init(
+                keyName: key.name,
+                rights: key.rights,
+                expiry: fields.expiry,
+                scope: PercentEncoding.decode(fields.resource)?.lowercased() ?? ""
+            )
             verified.remember(header, token)
         }
-        guard Double(token.expiry) > now else { throw Denied(detail: "ExpiredToken: the token expired at \(token.expiry)") }
+        guard Double(token.expiry) > now else {
+            throw Denied(detail: "ExpiredToken: the token expired at \(token.expiry)")
+        }
         let scope = token.scope
         let target = resource.lowercased()
         guard !scope.isEmpty, target == scope || target.hasPrefix(scope.hasSuffix("/") ? scope : scope + "/") else {
             throw Denied(detail: "InvalidAudience: the token is for \(scope), not \(target)")
         }
         guard token.rights.contains(right) else {
-            throw Denied(detail: "UnauthorizedAccess: the \(token.keyName) policy lacks the \(Self.name(of: right)) right")
+            throw Denied(
+                detail: "UnauthorizedAccess: the \(token.keyName) policy lacks the \(Self.name(of: right)) right"
+            )
         }
     }
 

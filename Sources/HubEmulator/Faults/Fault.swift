@@ -17,8 +17,16 @@ public struct Fault: Sendable, Codable, Equatable {
     /// Fire at most this many times.
     public var count: Int?
 
-    public init(status: Int? = nil, rate: Double? = nil, retryAfter: Int? = nil, latencyMs: Int? = nil, dropConnection: Double? = nil,
-                quotaExceeded: Bool? = nil, tag: String? = nil, count: Int? = nil) {
+    public init(
+        status: Int? = nil,
+        rate: Double? = nil,
+        retryAfter: Int? = nil,
+        latencyMs: Int? = nil,
+        dropConnection: Double? = nil,
+        quotaExceeded: Bool? = nil,
+        tag: String? = nil,
+        count: Int? = nil
+    ) {
         self.status = status
         self.rate = rate
         self.retryAfter = retryAfter

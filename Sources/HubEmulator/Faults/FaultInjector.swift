@@ -10,7 +10,8 @@ public final class FaultInjector: Sendable {
         public var answer: (status: Int, retryAfter: Int?, detail: String)?
 
         public static func == (a: Decision, b: Decision) -> Bool {
-            a.latencyMs == b.latencyMs && a.drop == b.drop && a.answer?.status == b.answer?.status && a.answer?.retryAfter == b.answer?.retryAfter
+            a.latencyMs == b.latencyMs && a.drop == b.drop && a.answer?.status == b.answer?.status
+                && a.answer?.retryAfter == b.answer?.retryAfter
         }
     }
 
@@ -48,9 +49,13 @@ public final class FaultInjector: Sendable {
                     decision.drop = true
                     fired = true
                 }
-                if decision.answer == nil, fault.status != nil || fault.quotaExceeded == true, random() < (fault.rate ?? 1) {
+                if decision.answer == nil, fault.status != nil || fault.quotaExceeded == true,
+                    random() < (fault.rate ?? 1)
+                {
                     if fault.quotaExceeded == true {
-                        decision.answer = (403, fault.retryAfter, "QuotaExceeded: the namespace's send quota is exceeded (injected)")
+                        decision.answer = (
+                            403, fault.retryAfter, "QuotaExceeded: the namespace's send quota is exceeded (injected)"
+                        )
                     } else if let status = fault.status {
                         decision.answer = (status, fault.retryAfter, "Injected fault: HTTP \(status)")
                     }

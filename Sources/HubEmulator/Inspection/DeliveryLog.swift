@@ -1,6 +1,6 @@
 import Metrics
-import NotificationHubs
 import News
+import NotificationHubs
 import Synchronization
 
 /// What the emulator did with each notification, for `/_emulator/deliveries` and `/_emulator/stats`.

@@ -28,7 +28,9 @@ final class HubStore: Sendable {
     }
 
     func upsertRegistration(_ registration: Registration, id: String) throws(CompiledTemplate.Invalid) {
-        let compiled = try registration.template.map { t throws(CompiledTemplate.Invalid) in try CompiledTemplate(body: t.body) }
+        let compiled = try registration.template.map { t throws(CompiledTemplate.Invalid) in
+            try CompiledTemplate(body: t.body)
+        }
         upsertRegistration(registration, id: id, compiled: compiled)
     }
 
@@ -62,7 +64,9 @@ final class HubStore: Sendable {
     /// Every registration that `include` selects, ordered by id, with its ETag.
     func registrations(where include: (Registration) -> Bool) -> [(Registration, Int)] {
         state.withLock { s in
-            s.registrations.values.filter(include).sorted { ($0.id ?? "") < ($1.id ?? "") }.map { ($0, s.etags[$0.id ?? ""] ?? 0) }
+            s.registrations.values.filter(include).sorted { ($0.id ?? "") < ($1.id ?? "") }.map {
+                ($0, s.etags[$0.id ?? ""] ?? 0)
+            }
         }
     }
 
@@ -85,7 +89,14 @@ final class HubStore: Sendable {
         state.withLock { s in
             s.removeTargets(of: owner)
             s.installations[installation.installationId] = installation
-            s.add(Target(format: PlatformFormat.format(ofInstallationPlatform: installation.platform), tags: baseTags, template: nil, owner: owner))
+            s.add(
+                Target(
+                    format: PlatformFormat.format(ofInstallationPlatform: installation.platform),
+                    tags: baseTags,
+                    template: nil,
+                    owner: owner
+                )
+            )
             for (_, compiled, tags) in templates {
                 s.add(Target(format: "template", tags: baseTags.union(tags), template: compiled, owner: owner))
             }

@@ -39,7 +39,11 @@ extension CompiledTemplate {
             out.append(contentsOf: s.utf8)
         case .number(let name):
             let value = p[name] ?? ""
-            if isJSONNumber(value) { out.append(contentsOf: value.utf8) } else { JSONWriter.appendQuoted(value, to: &out) }
+            if isJSONNumber(value) {
+                out.append(contentsOf: value.utf8)
+            } else {
+                JSONWriter.appendQuoted(value, to: &out)
+            }
         case .concat(let terms):
             var text = ""
             for term in terms { text += evaluate(term, p) }

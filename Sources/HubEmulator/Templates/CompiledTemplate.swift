@@ -1,5 +1,5 @@
-import NotificationHubs
 import News
+import NotificationHubs
 
 /// A JSON template body compiled once at registration, rendered per send.
 ///
@@ -101,8 +101,12 @@ public struct CompiledTemplate: Sendable {
         guard let marker = s.first, "$.%".contains(marker), s.dropFirst().first == "(", s.hasSuffix(")") else {
             throw Invalid(description: "bad expression \(s): expected $(prop), $(prop,n), .(prop,n), %(prop) or 'text'")
         }
-        let inside = s.dropFirst(2).dropLast().split(separator: ",", omittingEmptySubsequences: false).map { String($0).trimmingCharacters(in: " ") }
-        guard let name = inside.first, !name.isEmpty, name.utf8.allSatisfy({ TagSyntax.isTagByte($0) && !"@#.:-".utf8.contains($0) }) else {
+        let inside = s.dropFirst(2).dropLast().split(separator: ",", omittingEmptySubsequences: false).map {
+            String($0).trimmingCharacters(in: " ")
+        }
+        guard let name = inside.first, !name.isEmpty,
+            name.utf8.allSatisfy({ TagSyntax.isTagByte($0) && !"@#.:-".utf8.contains($0) })
+        else {
             throw Invalid(description: "bad property name in \(s)")
         }
         var clip: Int?

@@ -19,7 +19,9 @@ public final class DevBroker: Sendable {
     public var bootstrapServers: String { cluster.bootstrapServers }
 
     public func createTopic(_ name: String, partitions: Int) throws(KafkaError) {
-        guard partitions >= 1 else { throw .configuration("topic \(name) needs at least 1 partition, got \(partitions)") }
+        guard partitions >= 1 else {
+            throw .configuration("topic \(name) needs at least 1 partition, got \(partitions)")
+        }
         try cluster.createTopic(name, partitions: partitions)
     }
 }

@@ -24,7 +24,9 @@ public final class TCPRelay: Sendable {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         var address = Self.loopback(port: listenPort)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(fd, 64) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -39,7 +41,9 @@ public final class TCPRelay: Sendable {
                 let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
                 var target = Self.loopback(port: targetPort)
                 let connected = withUnsafePointer(to: &target) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
                 }
                 guard connected == 0 else {
                     logger.warning("Relay could not reach the broker", metadata: ["port": "\(targetPort)"])
@@ -58,10 +62,12 @@ public final class TCPRelay: Sendable {
 
     /// Stops accepting; open connections end when either side closes.
     public func stop() {
-        guard !stopped.withLock({ stopped in
-            defer { stopped = true }
-            return stopped
-        }) else { return }
+        guard
+            !stopped.withLock({ stopped in
+                defer { stopped = true }
+                return stopped
+            })
+        else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
     }
@@ -76,7 +82,10 @@ public final class TCPRelay: Sendable {
 
     // Copies bytes both ways until one side closes.
     private static func pump(_ a: Int32, _ b: Int32) {
-        defer { close(a); close(b) }
+        defer {
+            close(a)
+            close(b)
+        }
         var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while poll(&fds, 2, -1) > 0 {

@@ -34,7 +34,9 @@ final class RDKafkaClient: @unchecked Sendable {
     private var topicNames: [OpaquePointer: String] = [:]
 
     init(
-        role: Role, properties: [String: String], logger: Logger,
+        role: Role,
+        properties: [String: String],
+        logger: Logger,
         onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])? = nil,
         onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)? = nil
     ) throws(KafkaError) {
@@ -99,10 +101,14 @@ final class RDKafkaClient: @unchecked Sendable {
     /// Asks the cluster for metadata: proves that a broker answers.
     func checkReachable(timeoutMs: Int32) throws(KafkaError) {
         var metadata: UnsafePointer<rd_kafka_metadata>?
-        let err = try withOpenHandle { handle throws(KafkaError) in rd_kafka_metadata(handle, 0, nil, &metadata, timeoutMs) }
+        let err = try withOpenHandle { handle throws(KafkaError) in
+            rd_kafka_metadata(handle, 0, nil, &metadata, timeoutMs)
+        }
         if let metadata { rd_kafka_metadata_destroy(metadata) }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw .unreachable("no Kafka broker answered within \(timeoutMs) ms: \(String(cString: rd_kafka_err2str(err)))")
+            throw .unreachable(
+                "no Kafka broker answered within \(timeoutMs) ms: \(String(cString: rd_kafka_err2str(err)))"
+            )
         }
     }
 
@@ -112,7 +118,9 @@ final class RDKafkaClient: @unchecked Sendable {
         defer { rd_kafka_topic_destroy(rkt) }
         var metadata: UnsafePointer<rd_kafka_metadata>?
         let err = rd_kafka_metadata(handle, 0, rkt, &metadata, timeoutMs)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw .rdKafka(err, context: "metadata for \(topic)") }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
+            throw .rdKafka(err, context: "metadata for \(topic)")
+        }
         defer { rd_kafka_metadata_destroy(metadata) }
         guard metadata.pointee.topic_cnt > 0 else { return nil }
         let t = metadata.pointee.topics[0]
@@ -122,7 +130,14 @@ final class RDKafkaClient: @unchecked Sendable {
     // MARK: Consumer
 
     func subscribe(topics: [String]) throws(KafkaError) {
-        let list = makeList(topics.map { TopicPartitionOffset(TopicPartition(topic: $0, partition: RD_KAFKA_PARTITION_UA), offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
+        let list = makeList(
+            topics.map {
+                TopicPartitionOffset(
+                    TopicPartition(topic: $0, partition: RD_KAFKA_PARTITION_UA),
+                    offset: Int64(RD_KAFKA_OFFSET_INVALID)
+                )
+            }
+        )
         defer { rd_kafka_topic_partition_list_destroy(list) }
         let err = rd_kafka_subscribe(handle, list)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "subscribe to \(topics)") }
@@ -140,10 +155,17 @@ final class RDKafkaClient: @unchecked Sendable {
         let key: [UInt8]? = m.key.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: m.key_len)) }
         var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
         let timestamp = rd_kafka_message_timestamp(message, &type)
-        return .message(KafkaMessage(
-            topic: m.rkt.map { topicName($0) } ?? "", partition: m.partition, offset: m.offset,
-            key: key, value: value, headers: headers(of: message),
-            timestampMs: type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp))
+        return .message(
+            KafkaMessage(
+                topic: m.rkt.map { topicName($0) } ?? "",
+                partition: m.partition,
+                offset: m.offset,
+                key: key,
+                value: value,
+                headers: headers(of: message),
+                timestampMs: type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp
+            )
+        )
     }
 
     func commit(_ offsets: [TopicPartitionOffset]) throws(KafkaError) {
@@ -179,8 +201,16 @@ final class RDKafkaClient: @unchecked Sendable {
         var total: Int64 = 0
         for entry in read(list) {
             var low: Int64 = 0, high: Int64 = 0
-            guard rd_kafka_get_watermark_offsets(handle, entry.topicPartition.topic, entry.topicPartition.partition, &low, &high)
-                == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { continue }
+            guard
+                rd_kafka_get_watermark_offsets(
+                    handle,
+                    entry.topicPartition.topic,
+                    entry.topicPartition.partition,
+                    &low,
+                    &high
+                )
+                    == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0
+            else { continue }
             let position = entry.offset >= 0 ? entry.offset : low
             total += max(0, high - position)
         }
@@ -209,12 +239,18 @@ final class RDKafkaClient: @unchecked Sendable {
     func consumerClose() {
         let err = rd_kafka_consumer_close(handle)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
-            callbacks.logger.warning("Consumer close reported an error", metadata: ["error": "\(KafkaError.rdKafka(err))"])
+            callbacks.logger.warning(
+                "Consumer close reported an error",
+                metadata: ["error": "\(KafkaError.rdKafka(err))"]
+            )
         }
     }
 
     // Called on the poll thread, from inside rd_kafka_consumer_poll.
-    fileprivate func rebalance(_ err: rd_kafka_resp_err_t, _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) {
+    fileprivate func rebalance(
+        _ err: rd_kafka_resp_err_t,
+        _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>
+    ) {
         let partitions = read(list).map(\.topicPartition)
         let cooperative = String(cString: rd_kafka_rebalance_protocol(handle)) == "COOPERATIVE"
         switch err {
@@ -247,20 +283,28 @@ final class RDKafkaClient: @unchecked Sendable {
             try commit(offsets)
         } catch {
             // A real broker accepts this commit; the dev broker refuses commits during a rebalance.
-            callbacks.logger.warning("Commit on revoke failed; the next owner re-reads these partitions from their last commit",
-                                     metadata: ["error": "\(error)", "offsets": "\(offsets)"])
+            callbacks.logger.warning(
+                "Commit on revoke failed; the next owner re-reads these partitions from their last commit",
+                metadata: ["error": "\(error)", "offsets": "\(offsets)"]
+            )
             callbacks.onRevokeCommitFailed?(offsets, error)
         }
     }
 
     private func check(_ err: rd_kafka_resp_err_t, _ what: String) {
         guard err != RD_KAFKA_RESP_ERR_NO_ERROR else { return }
-        callbacks.logger.error("Rebalance step failed", metadata: ["step": "\(what)", "error": "\(KafkaError.rdKafka(err))"])
+        callbacks.logger.error(
+            "Rebalance step failed",
+            metadata: ["step": "\(what)", "error": "\(KafkaError.rdKafka(err))"]
+        )
     }
 
     private func check(_ error: OpaquePointer?, _ what: String) {
         guard let error else { return }
-        callbacks.logger.error("Rebalance step failed", metadata: ["step": "\(what)", "error": "\(String(cString: rd_kafka_error_string(error)))"])
+        callbacks.logger.error(
+            "Rebalance step failed",
+            metadata: ["step": "\(what)", "error": "\(String(cString: rd_kafka_error_string(error)))"]
+        )
         rd_kafka_error_destroy(error)
     }
 
@@ -268,8 +312,13 @@ final class RDKafkaClient: @unchecked Sendable {
 
     /// Enqueues one message; `opaque` comes back in the delivery callback.
     func produce(
-        topic: String, partition: Int32?, key: [UInt8]?, value: UnsafeRawBufferPointer,
-        headers: [KafkaHeader], timestampMs: Int64?, opaque: UnsafeMutableRawPointer
+        topic: String,
+        partition: Int32?,
+        key: [UInt8]?,
+        value: UnsafeRawBufferPointer,
+        headers: [KafkaHeader],
+        timestampMs: Int64?,
+        opaque: UnsafeMutableRawPointer
     ) throws(KafkaError) {
         var rdHeaders: OpaquePointer?
         if !headers.isEmpty {
@@ -284,9 +333,17 @@ final class RDKafkaClient: @unchecked Sendable {
         }
         let err: rd_kafka_resp_err_t = (key ?? []).withUnsafeBytes { keyBytes in
             hubcast_rd_kafka_produce(
-                handle, topic, partition ?? RD_KAFKA_PARTITION_UA,
-                key == nil ? nil : keyBytes.baseAddress, key == nil ? 0 : keyBytes.count,
-                value.baseAddress, value.count, rdHeaders, timestampMs ?? 0, opaque)
+                handle,
+                topic,
+                partition ?? RD_KAFKA_PARTITION_UA,
+                key == nil ? nil : keyBytes.baseAddress,
+                key == nil ? 0 : keyBytes.count,
+                value.baseAddress,
+                value.count,
+                rdHeaders,
+                timestampMs ?? 0,
+                opaque
+            )
         }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             // On success librdkafka owns the headers; on failure they are still ours.
@@ -335,7 +392,11 @@ final class RDKafkaClient: @unchecked Sendable {
     private func makeList(_ entries: [TopicPartitionOffset]) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {
         let list = rd_kafka_topic_partition_list_new(Int32(entries.count))!
         for entry in entries {
-            let element = rd_kafka_topic_partition_list_add(list, entry.topicPartition.topic, entry.topicPartition.partition)!
+            let element = rd_kafka_topic_partition_list_add(
+                list,
+                entry.topicPartition.topic,
+                entry.topicPartition.partition
+            )!
             element.pointee.offset = entry.offset
         }
         return list
@@ -344,11 +405,17 @@ final class RDKafkaClient: @unchecked Sendable {
     private func read(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [TopicPartitionOffset] {
         (0..<Int(list.pointee.cnt)).map { i in
             let e = list.pointee.elems[i]
-            return TopicPartitionOffset(TopicPartition(topic: String(cString: e.topic), partition: e.partition), offset: e.offset)
+            return TopicPartitionOffset(
+                TopicPartition(topic: String(cString: e.topic), partition: e.partition),
+                offset: e.offset
+            )
         }
     }
 
-    private func checkPartitionErrors(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>, context: String) throws(KafkaError) {
+    private func checkPartitionErrors(
+        _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>,
+        context: String
+    ) throws(KafkaError) {
         for i in 0..<Int(list.pointee.cnt) where list.pointee.elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR {
             let e = list.pointee.elems[i]
             throw .rdKafka(e.err, context: "\(context) \(String(cString: e.topic))[\(e.partition)]")
@@ -372,31 +439,53 @@ final class DeliveryBox: @unchecked Sendable {
     }
 }
 
-private func rdLogCallback(_ rk: OpaquePointer?, _ level: Int32, _ facility: UnsafePointer<CChar>?, _ text: UnsafePointer<CChar>?) {
+private func rdLogCallback(
+    _ rk: OpaquePointer?,
+    _ level: Int32,
+    _ facility: UnsafePointer<CChar>?,
+    _ text: UnsafePointer<CChar>?
+) {
     guard let callbacks = RDKafkaClient.callbacks(of: rk) else { return }
-    let logLevel: Logger.Level = switch level {
-    case ...3: .error
-    case 4: .warning
-    case 5, 6: .info
-    default: .debug
-    }
+    let logLevel: Logger.Level =
+        switch level {
+        case ...3: .error
+        case 4: .warning
+        case 5, 6: .info
+        default: .debug
+        }
     callbacks.logger.log(
-        level: logLevel, "librdkafka",
-        metadata: ["facility": "\(facility.map { String(cString: $0) } ?? "")", "message": "\(text.map { String(cString: $0) } ?? "")"])
+        level: logLevel,
+        "librdkafka",
+        metadata: [
+            "facility": "\(facility.map { String(cString: $0) } ?? "")",
+            "message": "\(text.map { String(cString: $0) } ?? "")",
+        ]
+    )
 }
 
-private func rdErrorCallback(_ rk: OpaquePointer?, _ err: Int32, _ reason: UnsafePointer<CChar>?, _ opaque: UnsafeMutableRawPointer?) {
+private func rdErrorCallback(
+    _ rk: OpaquePointer?,
+    _ err: Int32,
+    _ reason: UnsafePointer<CChar>?,
+    _ opaque: UnsafeMutableRawPointer?
+) {
     guard let opaque else { return }
     let callbacks = Unmanaged<RDKafkaClient.Callbacks>.fromOpaque(opaque).takeUnretainedValue()
     let code = rd_kafka_resp_err_t(rawValue: err)
     callbacks.logger.warning(
         "Kafka client error",
-        metadata: ["error": "\(String(cString: rd_kafka_err2name(code)))", "reason": "\(reason.map { String(cString: $0) } ?? "")"])
+        metadata: [
+            "error": "\(String(cString: rd_kafka_err2name(code)))",
+            "reason": "\(reason.map { String(cString: $0) } ?? "")",
+        ]
+    )
 }
 
 private func rdRebalanceCallback(
-    _ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t,
-    _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?, _ opaque: UnsafeMutableRawPointer?
+    _ rk: OpaquePointer?,
+    _ err: rd_kafka_resp_err_t,
+    _ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
+    _ opaque: UnsafeMutableRawPointer?
 ) {
     guard let rk, let list else { return }
     guard let client = RDKafkaClient.callbacks(of: rk)?.client else {
@@ -406,7 +495,11 @@ private func rdRebalanceCallback(
     client.rebalance(err, list)
 }
 
-private func rdDeliveryCallback(_ rk: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?) {
+private func rdDeliveryCallback(
+    _ rk: OpaquePointer?,
+    _ message: UnsafePointer<rd_kafka_message_t>?,
+    _ opaque: UnsafeMutableRawPointer?
+) {
     guard let message, let privatePointer = message.pointee._private else { return }
     let box = Unmanaged<DeliveryBox>.fromOpaque(privatePointer).takeRetainedValue()
     let m = message.pointee

@@ -1,4 +1,3 @@
-
 /// Who receives one news item: one or more tag expressions, each within NH's limits.
 ///
 /// A long OR list becomes several sends whose union is the same audience; a device that carries

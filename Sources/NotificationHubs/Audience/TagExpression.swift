@@ -1,4 +1,3 @@
-
 /// A Notification Hubs tag expression: tags joined by `&&`, `||`, `!` and parentheses.
 ///
 /// `&&` and `||` keep all their operands in one list (`a || b || c` is one `.or` of three), not a
@@ -75,11 +74,18 @@ public enum TagExpression: Sendable, Equatable, CustomStringConvertible {
         let count = tags.count
         if isOrOnly {
             guard count <= Self.maxTagsOrOnly else {
-                throw Invalid(reason: "has \(count) tags joined by ||; Notification Hubs allows \(Self.maxTagsOrOnly) (hubcast splits longer OR lists itself)", column: nil)
+                throw Invalid(
+                    reason:
+                        "has \(count) tags joined by ||; Notification Hubs allows \(Self.maxTagsOrOnly) (hubcast splits longer OR lists itself)",
+                    column: nil
+                )
             }
         } else {
             guard count <= Self.maxTagsMixed else {
-                throw Invalid(reason: "has \(count) tags with && or !; Notification Hubs allows \(Self.maxTagsMixed)", column: nil)
+                throw Invalid(
+                    reason: "has \(count) tags with && or !; Notification Hubs allows \(Self.maxTagsMixed)",
+                    column: nil
+                )
             }
         }
     }
@@ -107,12 +113,13 @@ public enum TagExpression: Sendable, Equatable, CustomStringConvertible {
     }
 
     private func render(parentPrecedence: Int) -> String {
-        let text = switch self {
-        case .tag(let t): t
-        case .not(let e): "!" + e.render(parentPrecedence: 3)
-        case .and(let operands): operands.map { $0.render(parentPrecedence: 2) }.joined(separator: " && ")
-        case .or(let operands): operands.map { $0.render(parentPrecedence: 1) }.joined(separator: " || ")
-        }
+        let text =
+            switch self {
+            case .tag(let t): t
+            case .not(let e): "!" + e.render(parentPrecedence: 3)
+            case .and(let operands): operands.map { $0.render(parentPrecedence: 2) }.joined(separator: " && ")
+            case .or(let operands): operands.map { $0.render(parentPrecedence: 1) }.joined(separator: " || ")
+            }
         return precedence < parentPrecedence ? "(\(text))" : text
     }
 }

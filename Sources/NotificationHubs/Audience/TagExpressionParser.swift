@@ -1,4 +1,3 @@
-
 /// Recursive descent over NH's grammar; precedence `!` > `&&` > `||`.
 ///
 /// Recursion happens only at `(`, and every `(` and `!` counts against `TagExpression.maxNesting`,
@@ -29,7 +28,9 @@ struct TagExpressionParser {
     private var characterHere: String {
         var iterator = bytes[index...].makeIterator()
         var decoder = UTF8()
-        guard case .scalarValue(let scalar) = decoder.decode(&iterator) else { return LegibleText.character("\u{FFFD}") }
+        guard case .scalarValue(let scalar) = decoder.decode(&iterator) else {
+            return LegibleText.character("\u{FFFD}")
+        }
         return LegibleText.character(scalar)
     }
 
@@ -95,7 +96,9 @@ struct TagExpressionParser {
         let start = index
         if bytes[index] == UInt8(ascii: "$") {
             guard let length = TagSyntax.systemTagLength(bytes[index...]) else {
-                throw invalid("'$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved")
+                throw invalid(
+                    "'$' starts only the system tags $InstallationId:{id} and $UserId:{id} (the id of letters, digits and -_@#.:=); other $ tags are reserved"
+                )
             }
             index += length
             return .tag(String(decoding: bytes[start..<index], as: UTF8.self))

@@ -19,7 +19,8 @@ public enum TagSyntax {
         for prefix in systemTagPrefixes where bytes.starts(with: prefix.utf8) {
             let value = bytes.dropFirst(prefix.utf8.count).prefix { isSystemTagValueByte($0) }
             guard (1...maxSystemTagValueLength).contains(value.count),
-                  bytes.dropFirst(prefix.utf8.count + value.count).first == UInt8(ascii: "}") else { return nil }
+                bytes.dropFirst(prefix.utf8.count + value.count).first == UInt8(ascii: "}")
+            else { return nil }
             return prefix.utf8.count + value.count + 1
         }
         return nil
@@ -39,9 +40,11 @@ public enum TagSyntax {
     @inline(__always)
     public static func isTagByte(_ b: UInt8) -> Bool {
         switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             true
-        case UInt8(ascii: "_"), UInt8(ascii: "@"), UInt8(ascii: "#"), UInt8(ascii: "."), UInt8(ascii: ":"), UInt8(ascii: "-"):
+        case UInt8(ascii: "_"), UInt8(ascii: "@"), UInt8(ascii: "#"), UInt8(ascii: "."), UInt8(ascii: ":"),
+            UInt8(ascii: "-"):
             true
         default:
             false

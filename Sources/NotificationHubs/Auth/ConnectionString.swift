@@ -22,14 +22,19 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
             guard let eq = trimmed.firstIndex(of: "=") else {
                 // Only the first characters: a part without '=' may be a mangled key.
                 let name = trimmed.prefix(while: { $0 != " " }).prefix(40)
-                throw ParseError(description: "connection string part \(LegibleText.quoted(name)) has no '=' (expected Name=value)")
+                throw ParseError(
+                    description: "connection string part \(LegibleText.quoted(name)) has no '=' (expected Name=value)"
+                )
             }
             let name = trimmed[..<eq].trimmingWhitespace().lowercased()
             parts[name] = String(trimmed[trimmed.index(after: eq)...]).trimmingWhitespace()
         }
         func required(_ name: String) throws(ParseError) -> String {
             guard let value = parts[name.lowercased()], !value.isEmpty else {
-                throw ParseError(description: "connection string has no \(name) part (expected Endpoint=sb://<namespace>.servicebus.windows.net/;SharedAccessKeyName=…;SharedAccessKey=…)")
+                throw ParseError(
+                    description:
+                        "connection string has no \(name) part (expected Endpoint=sb://<namespace>.servicebus.windows.net/;SharedAccessKeyName=…;SharedAccessKey=…)"
+                )
             }
             return value
         }
@@ -38,7 +43,10 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
         key = try required("SharedAccessKey")
         useDevelopmentEmulator = try Self.flag(parts, "UseDevelopmentEmulator")
         guard let schemeEnd = endpoint.range(of: "://") else {
-            throw ParseError(description: "Endpoint \(LegibleText.quoted(endpoint)) has no scheme (expected sb://<namespace>.servicebus.windows.net/)")
+            throw ParseError(
+                description:
+                    "Endpoint \(LegibleText.quoted(endpoint)) has no scheme (expected sb://<namespace>.servicebus.windows.net/)"
+            )
         }
         let scheme = endpoint[..<schemeEnd.lowerBound].lowercased()
         guard ["sb", "https", "http"].contains(scheme) else {
@@ -49,7 +57,10 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
             throw ParseError(description: "Endpoint \(LegibleText.quoted(endpoint)) has no valid host name")
         }
         if scheme == "http" && !useDevelopmentEmulator {
-            throw ParseError(description: "Endpoint \(LegibleText.quoted(endpoint)) is plain http; only UseDevelopmentEmulator=true allows that")
+            throw ParseError(
+                description:
+                    "Endpoint \(LegibleText.quoted(endpoint)) is plain http; only UseDevelopmentEmulator=true allows that"
+            )
         }
         self.endpoint = endpoint
         baseURL = (useDevelopmentEmulator ? "http://" : "https://") + host + "/"
@@ -62,7 +73,11 @@ public struct ConnectionString: Sendable, CustomStringConvertible {
         switch value.lowercased() {
         case "true": return true
         case "false": return false
-        default: throw ParseError(description: "connection string part \(name) must be true or false, got \(LegibleText.quoted(value.prefix(40)))")
+        default:
+            throw ParseError(
+                description:
+                    "connection string part \(name) must be true or false, got \(LegibleText.quoted(value.prefix(40)))"
+            )
         }
     }
 
@@ -76,7 +91,7 @@ extension StringProtocol {
     func trimmingWhitespace() -> String {
         let scalars = unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(String.UnicodeScalarView(scalars[first...last]))
     }

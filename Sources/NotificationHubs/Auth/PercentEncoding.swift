@@ -7,8 +7,9 @@ public enum PercentEncoding {
         out.reserveCapacity(s.utf8.count * 3)
         for b in s.utf8 {
             switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "~"):
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "~"):
                 out.append(b)
             default:
                 out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 0xF)]]
@@ -22,7 +23,9 @@ public enum PercentEncoding {
         var bytes = s.utf8.makeIterator()
         while let b = bytes.next() {
             if b == UInt8(ascii: "%") {
-                guard let h = bytes.next(), let l = bytes.next(), let hv = hexValue(h), let lv = hexValue(l) else { return nil }
+                guard let h = bytes.next(), let l = bytes.next(), let hv = hexValue(h), let lv = hexValue(l) else {
+                    return nil
+                }
                 out.append(hv << 4 | lv)
             } else {
                 out.append(b)

@@ -26,7 +26,9 @@ public struct SASToken: Sendable, Equatable {
         /// True when `key` signed this token.
         public func isSigned(by key: String) -> Bool {
             let expected = HMAC.sha256(key: Array(key.utf8), message: Array("\(resource)\n\(expiry)".utf8))
-            guard let decoded = PercentEncoding.decode(signature), let given = Data(base64Encoded: decoded) else { return false }
+            guard let decoded = PercentEncoding.decode(signature), let given = Data(base64Encoded: decoded) else {
+                return false
+            }
             return constantTimeEqual(Array(given), expected)
         }
     }
@@ -40,7 +42,9 @@ public struct SASToken: Sendable, Equatable {
             guard let eq = pair.firstIndex(of: "=") else { return nil }
             fields[pair[..<eq]] = pair[pair.index(after: eq)...]
         }
-        guard let sr = fields["sr"], let sig = fields["sig"], let se = fields["se"].flatMap({ Int64($0) }), let skn = fields["skn"] else { return nil }
+        guard let sr = fields["sr"], let sig = fields["sig"], let se = fields["se"].flatMap({ Int64($0) }),
+            let skn = fields["skn"]
+        else { return nil }
         return Fields(resource: String(sr), signature: String(sig), expiry: se, keyName: String(skn))
     }
 

@@ -23,8 +23,11 @@ public final class TokenProvider: Sendable {
     private let cache = Mutex<[Key: SASToken]>([:])
     private let minted = Atomic<Int>(0)
 
-    public init(connection: ConnectionString, configuration: Configuration = Configuration(),
-                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }) {
+    public init(
+        connection: ConnectionString,
+        configuration: Configuration = Configuration(),
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    ) {
         self.connection = connection
         self.configuration = configuration
         self.now = now
@@ -53,7 +56,12 @@ public final class TokenProvider: Sendable {
     }
 
     private func mint(_ key: Key, at current: Int64, into cache: inout [Key: SASToken]) -> SASToken {
-        let token = SASToken(resourceURI: key.resource, keyName: key.keyName, key: connection.key, expiry: current + configuration.ttlSeconds)
+        let token = SASToken(
+            resourceURI: key.resource,
+            keyName: key.keyName,
+            key: connection.key,
+            expiry: current + configuration.ttlSeconds
+        )
         cache[key] = token
         minted.add(1, ordering: .relaxed)
         return token

@@ -97,12 +97,23 @@ public struct JSONWriter: Sendable {
                 guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
                 switch b {
-                case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-                case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-                case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
+                case 0x0A:
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(UInt8(ascii: "n"))
+                case 0x0D:
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(UInt8(ascii: "r"))
+                case 0x09:
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(UInt8(ascii: "t"))
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                    out.append(UInt8(ascii: "\\"))
+                    out.append(b)
                 default:
-                    out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+                    out.append(contentsOf: [
+                        UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)],
+                        hex[Int(b & 0xF)],
+                    ])
                 }
                 start = i + 1
             }

@@ -8,8 +8,15 @@ extension NotificationHubClient {
     public func createRegistrationID() async throws(SendFailure) -> String {
         let (response, _, _) = try await perform(request(.post, "registrationIDs"))
         guard let location = response.header("Location"), let id = Self.lastPathComponent(of: location) else {
-            throw SendFailure(reason: .rejected, status: response.status, message: "no registration id in Location", attempts: 1,
-                              throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0)
+            throw SendFailure(
+                reason: .rejected,
+                status: response.status,
+                message: "no registration id in Location",
+                attempts: 1,
+                throttledAttempts: 0,
+                firstAttemptAt: 0,
+                lastAttemptAt: 0
+            )
         }
         return id
     }
@@ -18,7 +25,9 @@ extension NotificationHubClient {
     public func upsertRegistration(_ registration: Registration, id: String) async throws(SendFailure) {
         var entry = registration
         entry.id = nil
-        _ = try await perform(request(.put, "registrations/\(id)", headers: [Self.atomContentType], body: Array(entry.atomEntry.utf8)))
+        _ = try await perform(
+            request(.put, "registrations/\(id)", headers: [Self.atomContentType], body: Array(entry.atomEntry.utf8))
+        )
     }
 
     /// `GET /{hub}/registrations/{id}`.
@@ -29,8 +38,15 @@ extension NotificationHubClient {
             registration.id = registration.id ?? id
             return registration
         } catch {
-            throw SendFailure(reason: .rejected, status: response.status, message: error.description, attempts: 1, throttledAttempts: 0,
-                              firstAttemptAt: 0, lastAttemptAt: 0)
+            throw SendFailure(
+                reason: .rejected,
+                status: response.status,
+                message: error.description,
+                attempts: 1,
+                throttledAttempts: 0,
+                firstAttemptAt: 0,
+                lastAttemptAt: 0
+            )
         }
     }
 
@@ -41,20 +57,36 @@ extension NotificationHubClient {
 
     /// `PUT /{hub}/installations/{id}`.
     public func upsertInstallation(_ installation: Installation) async throws(SendFailure) {
-        _ = try await perform(request(.put, "installations/\(installation.installationId)", headers: [Self.json], body: Self.encode(installation)))
+        _ = try await perform(
+            request(
+                .put,
+                "installations/\(installation.installationId)",
+                headers: [Self.json],
+                body: Self.encode(installation)
+            )
+        )
     }
 
     /// `PATCH /{hub}/installations/{id}` with JSON Patch operations.
     public func patchInstallation(id: String, _ operations: [InstallationPatch]) async throws(SendFailure) {
-        _ = try await perform(request(.patch, "installations/\(id)", headers: [Self.json], body: Self.encode(operations)))
+        _ = try await perform(
+            request(.patch, "installations/\(id)", headers: [Self.json], body: Self.encode(operations))
+        )
     }
 
     /// `GET /{hub}/installations/{id}`.
     public func installation(id: String) async throws(SendFailure) -> Installation {
         let (response, _, _) = try await perform(request(.get, "installations/\(id)"))
         guard let installation = try? JSONDecoder().decode(Installation.self, from: Data(response.body)) else {
-            throw SendFailure(reason: .rejected, status: response.status, message: "installation body is not JSON", attempts: 1,
-                              throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0)
+            throw SendFailure(
+                reason: .rejected,
+                status: response.status,
+                message: "installation body is not JSON",
+                attempts: 1,
+                throttledAttempts: 0,
+                firstAttemptAt: 0,
+                lastAttemptAt: 0
+            )
         }
         return installation
     }
@@ -66,8 +98,19 @@ extension NotificationHubClient {
 
     private static let json = HTTPHeader("Content-Type", "application/json")
 
-    private func request(_ method: HTTPRequest.Method, _ path: String, headers: [HTTPHeader] = [], body: [UInt8] = []) -> HTTPRequest {
-        HTTPRequest(method: method, url: configuration.url(path), headers: headers, body: body, timeout: configuration.requestTimeout)
+    private func request(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        headers: [HTTPHeader] = [],
+        body: [UInt8] = []
+    ) -> HTTPRequest {
+        HTTPRequest(
+            method: method,
+            url: configuration.url(path),
+            headers: headers,
+            body: body,
+            timeout: configuration.requestTimeout
+        )
     }
 
     private static func encode(_ value: some Encodable) -> [UInt8] {

@@ -28,9 +28,13 @@ public struct NotificationDetails: Sendable, Equatable {
         outcomes = []
         var rest = Substring(xml)
         // Flat elements, one level deep: `<Outcome><Name>…</Name><Count>…</Count></Outcome>`.
-        while let open = rest.range(of: "<Outcome>"), let close = rest.range(of: "</Outcome>", range: open.upperBound..<rest.endIndex) {
+        while let open = rest.range(of: "<Outcome>"),
+            let close = rest.range(of: "</Outcome>", range: open.upperBound..<rest.endIndex)
+        {
             let element = String(rest[open.upperBound..<close.lowerBound])
-            if let name = XMLText.text(of: "Name", in: element), let count = XMLText.text(of: "Count", in: element).flatMap({ Int($0) }) {
+            if let name = XMLText.text(of: "Name", in: element),
+                let count = XMLText.text(of: "Count", in: element).flatMap({ Int($0) })
+            {
                 outcomes.append((name, count))
             }
             rest = rest[close.upperBound...]
@@ -42,12 +46,24 @@ extension NotificationHubClient {
     /// `GET /{hub}/messages/{id}`: the notification's telemetry. Throws with status 404 until the
     /// hub has any, and 403 on a hub below the Standard tier.
     public func notificationDetails(id: String) async throws(SendFailure) -> NotificationDetails {
-        let request = HTTPRequest(method: .get, url: configuration.url("messages/\(PercentEncoding.encode(id))"), headers: [], body: [],
-                                  timeout: configuration.requestTimeout)
+        let request = HTTPRequest(
+            method: .get,
+            url: configuration.url("messages/\(PercentEncoding.encode(id))"),
+            headers: [],
+            body: [],
+            timeout: configuration.requestTimeout
+        )
         let (response, _, _) = try await perform(request)
         guard let details = NotificationDetails(xml: String(decoding: response.body, as: UTF8.self)) else {
-            throw SendFailure(reason: .rejected, status: response.status, message: "the hub's answer is not a NotificationDetails document",
-                              attempts: 1, throttledAttempts: 0, firstAttemptAt: 0, lastAttemptAt: 0)
+            throw SendFailure(
+                reason: .rejected,
+                status: response.status,
+                message: "the hub's answer is not a NotificationDetails document",
+                attempts: 1,
+                throttledAttempts: 0,
+                firstAttemptAt: 0,
+                lastAttemptAt: 0
+            )
         }
         return details
     }

@@ -21,7 +21,9 @@ public final class NotificationHubClient: Sendable {
     /// `attemptFailed` hears every attempt that will be retried, with its HTTP status (nil: no answer);
     /// the pipeline listens, to slow down and to notice a hub that stopped answering.
     public init(
-        configuration: NotificationHubConfiguration, transport: any HTTPTransport, logger: Logger,
+        configuration: NotificationHubConfiguration,
+        transport: any HTTPTransport,
+        logger: Logger,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
@@ -35,8 +37,11 @@ public final class NotificationHubClient: Sendable {
         self.random = random
         self.clock = clock
         messagesURL = configuration.url("messages/")
-        tokens = TokenProvider(connection: configuration.connection, configuration: configuration.tokens,
-                               now: { Int64(clock()) })
+        tokens = TokenProvider(
+            connection: configuration.connection,
+            configuration: configuration.tokens,
+            now: { Int64(clock()) }
+        )
     }
 
     // MARK: Sends
@@ -44,10 +49,19 @@ public final class NotificationHubClient: Sendable {
     /// A template send: `properties` fill the devices' `$(name)` placeholders; `tagExpression` is the audience.
     /// `deadline` (epoch seconds): no attempt starts at or after it, and no retry waits past it
     /// (the send fails as `stale` instead).
-    public func sendTemplate(properties: [(String, String)], tagExpression: String, deadline: Double? = nil) async throws(SendFailure) -> SendResult {
+    public func sendTemplate(
+        properties: [(String, String)],
+        tagExpression: String,
+        deadline: Double? = nil
+    ) async throws(SendFailure) -> SendResult {
         try validate(tagExpression)
-        return try await send(format: "template", body: Self.templateBody(properties), tagExpression: tagExpression, extraHeaders: [],
-                              deadline: deadline)
+        return try await send(
+            format: "template",
+            body: Self.templateBody(properties),
+            tagExpression: tagExpression,
+            extraHeaders: [],
+            deadline: deadline
+        )
     }
 
     /// The JSON object of a template send's properties, written directly (no general-purpose encoder).
@@ -60,23 +74,44 @@ public final class NotificationHubClient: Sendable {
     }
 
     /// A native send (`apple`, `fcmv1`, `gcm`, `windows`, …) with the platform's own payload.
-    public func sendNative(format: String, payload: [UInt8], tagExpression: String?, headers: [HTTPHeader] = []) async throws(SendFailure) -> SendResult {
+    public func sendNative(
+        format: String,
+        payload: [UInt8],
+        tagExpression: String?,
+        headers: [HTTPHeader] = []
+    ) async throws(SendFailure) -> SendResult {
         if let tagExpression { try validate(tagExpression) }
         return try await send(format: format, body: payload, tagExpression: tagExpression, extraHeaders: headers)
     }
 
     /// A direct send to one device handle, bypassing tags.
-    public func sendDirect(format: String, payload: [UInt8], deviceHandle: String, headers: [HTTPHeader] = []) async throws(SendFailure) -> SendResult {
+    public func sendDirect(
+        format: String,
+        payload: [UInt8],
+        deviceHandle: String,
+        headers: [HTTPHeader] = []
+    ) async throws(SendFailure) -> SendResult {
         let request = HTTPRequest(
-            method: .post, url: configuration.url("messages/", query: "direct"),
-            headers: [HTTPHeader("ServiceBusNotification-Format", format), HTTPHeader("ServiceBusNotification-DeviceHandle", deviceHandle),
-                      HTTPHeader("Content-Type", "application/json;charset=utf-8")] + headers,
-            body: payload, timeout: configuration.requestTimeout)
+            method: .post,
+            url: configuration.url("messages/", query: "direct"),
+            headers: [
+                HTTPHeader("ServiceBusNotification-Format", format),
+                HTTPHeader("ServiceBusNotification-DeviceHandle", deviceHandle),
+                HTTPHeader("Content-Type", "application/json;charset=utf-8"),
+            ] + headers,
+            body: payload,
+            timeout: configuration.requestTimeout
+        )
         return try await accepted(perform(request))
     }
 
-    private func send(format: String, body: [UInt8], tagExpression: String?, extraHeaders: [HTTPHeader],
-                      deadline: Double? = nil) async throws(SendFailure) -> SendResult {
+    private func send(
+        format: String,
+        body: [UInt8],
+        tagExpression: String?,
+        extraHeaders: [HTTPHeader],
+        deadline: Double? = nil
+    ) async throws(SendFailure) -> SendResult {
         var headers: [HTTPHeader] = []
         // Room for perform's two, so that a send's headers are one allocation.
         headers.reserveCapacity(5 + extraHeaders.count)
@@ -84,7 +119,13 @@ public final class NotificationHubClient: Sendable {
         headers.append(HTTPHeader("ServiceBusNotification-Format", format))
         if let tagExpression { headers.append(HTTPHeader("ServiceBusNotification-Tags", tagExpression)) }
         headers += extraHeaders
-        let request = HTTPRequest(method: .post, url: messagesURL, headers: headers, body: body, timeout: configuration.requestTimeout)
+        let request = HTTPRequest(
+            method: .post,
+            url: messagesURL,
+            headers: headers,
+            body: body,
+            timeout: configuration.requestTimeout
+        )
         return try await accepted(perform(request, deadline: deadline))
     }
 
@@ -92,8 +133,13 @@ public final class NotificationHubClient: Sendable {
         let (response, attempts, throttled) = outcome
         let location = response.header("Location")
         return SendResult(
-            status: response.status, notificationID: location.flatMap(Self.notificationID), trackingID: response.header("TrackingId"),
-            attempts: attempts, throttledAttempts: throttled, latency: response.elapsed)
+            status: response.status,
+            notificationID: location.flatMap(Self.notificationID),
+            trackingID: response.header("TrackingId"),
+            attempts: attempts,
+            throttledAttempts: throttled,
+            latency: response.elapsed
+        )
     }
 
     /// `…/messages/<id>?api-version=…` → `<id>`.
@@ -108,8 +154,15 @@ public final class NotificationHubClient: Sendable {
         do {
             _ = try TagExpression(parsing: tagExpression)
         } catch {
-            throw SendFailure(reason: .invalid, status: nil, message: error.description, attempts: 0, throttledAttempts: 0,
-                              firstAttemptAt: 0, lastAttemptAt: 0)
+            throw SendFailure(
+                reason: .invalid,
+                status: nil,
+                message: error.description,
+                attempts: 0,
+                throttledAttempts: 0,
+                firstAttemptAt: 0,
+                lastAttemptAt: 0
+            )
         }
     }
 
@@ -117,7 +170,10 @@ public final class NotificationHubClient: Sendable {
 
     /// Sends `request` with authorization until it succeeds, the policy gives up or `deadline`
     /// (epoch seconds) would pass before the next attempt.
-    func perform(_ request: consuming HTTPRequest, deadline: Double? = nil) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
+    func perform(
+        _ request: consuming HTTPRequest,
+        deadline: Double? = nil
+    ) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
         // Owned, so the two headers below are appended in place, not to a copy, on every attempt.
         var request = request
         let callerHeaders = request.headers.count
@@ -131,9 +187,16 @@ public final class NotificationHubClient: Sendable {
         var message = ""
         while true {
             if let deadline, (attempts == 0 ? firstAttemptAt : clock()) >= deadline {
-                throw failure(.stale, status, attempts == 0 ? "its deadline passed before the first attempt"
-                              : "its deadline passed before attempt \(attempts + 1); the last one: \(message)",
-                              attempts, throttled, firstAttemptAt)
+                throw failure(
+                    .stale,
+                    status,
+                    attempts == 0
+                        ? "its deadline passed before the first attempt"
+                        : "its deadline passed before attempt \(attempts + 1); the last one: \(message)",
+                    attempts,
+                    throttled,
+                    firstAttemptAt
+                )
             }
             attempts += 1
             request.headers.removeSubrange(callerHeaders...)
@@ -154,7 +217,14 @@ public final class NotificationHubClient: Sendable {
                 message = error.description
                 switch error.kind {
                 case .cancelled, .shutDown:
-                    throw failure(error.kind == .cancelled ? .cancelled : .shutDown, nil, message, attempts, throttled, firstAttemptAt)
+                    throw failure(
+                        error.kind == .cancelled ? .cancelled : .shutDown,
+                        nil,
+                        message,
+                        attempts,
+                        throttled,
+                        firstAttemptAt
+                    )
                 case .tls:
                     throw failure(.tls, nil, message, attempts, throttled, firstAttemptAt)
                 case .timeout:
@@ -176,8 +246,15 @@ public final class NotificationHubClient: Sendable {
                 if reason == .throttled {
                     throttled += 1
                     guard configuration.retry.retriesThrottling else {
-                        throw failure(reason, status, message, attempts, throttled, firstAttemptAt,
-                                      retryAfter: retryAfter.map { min($0, configuration.retry.maxRetryAfter) })
+                        throw failure(
+                            reason,
+                            status,
+                            message,
+                            attempts,
+                            throttled,
+                            firstAttemptAt,
+                            retryAfter: retryAfter.map { min($0, configuration.retry.maxRetryAfter) }
+                        )
                     }
                 }
                 // Heard per attempt, so that the caller notices a hub that stopped answering while retries are pending.
@@ -187,15 +264,33 @@ public final class NotificationHubClient: Sendable {
                 }
                 let delay = configuration.retry.delay(after: attempts, retryAfter: retryAfter, unit: random())
                 if let deadline, clock() + Double(delay.milliseconds) / 1000 >= deadline {
-                    throw failure(.stale, status, "its deadline would pass before the next attempt; the last one: \(message)",
-                                  attempts, throttled, firstAttemptAt)
+                    throw failure(
+                        .stale,
+                        status,
+                        "its deadline would pass before the next attempt; the last one: \(message)",
+                        attempts,
+                        throttled,
+                        firstAttemptAt
+                    )
                 }
-                logger.debug("Retrying send", metadata: ["reason": "\(reason)", "status": "\(status.map(String.init) ?? "-")",
-                                                         "attempt": "\(attempts)", "delayMs": "\(delay.milliseconds)"])
+                logger.debug(
+                    "Retrying send",
+                    metadata: [
+                        "reason": "\(reason)", "status": "\(status.map(String.init) ?? "-")",
+                        "attempt": "\(attempts)", "delayMs": "\(delay.milliseconds)",
+                    ]
+                )
                 do {
                     try await sleep(delay)
                 } catch {
-                    throw failure(.cancelled, status, "cancelled while backing off", attempts, throttled, firstAttemptAt)
+                    throw failure(
+                        .cancelled,
+                        status,
+                        "cancelled while backing off",
+                        attempts,
+                        throttled,
+                        firstAttemptAt
+                    )
                 }
             case .final(let reason):
                 throw failure(reason, status, message, attempts, throttled, firstAttemptAt)
@@ -203,10 +298,25 @@ public final class NotificationHubClient: Sendable {
         }
     }
 
-    private func failure(_ reason: FailureReason, _ status: Int?, _ message: String, _ attempts: Int, _ throttled: Int,
-                         _ firstAttemptAt: Double, retryAfter: Duration? = nil) -> SendFailure {
-        SendFailure(reason: reason, status: status, message: message, attempts: attempts, throttledAttempts: throttled,
-                    firstAttemptAt: firstAttemptAt, lastAttemptAt: clock(), retryAfter: retryAfter)
+    private func failure(
+        _ reason: FailureReason,
+        _ status: Int?,
+        _ message: String,
+        _ attempts: Int,
+        _ throttled: Int,
+        _ firstAttemptAt: Double,
+        retryAfter: Duration? = nil
+    ) -> SendFailure {
+        SendFailure(
+            reason: reason,
+            status: status,
+            message: message,
+            attempts: attempts,
+            throttledAttempts: throttled,
+            firstAttemptAt: firstAttemptAt,
+            lastAttemptAt: clock(),
+            retryAfter: retryAfter
+        )
     }
 
     /// The `<Detail>` of NH's XML error body as the service wrote it (references decoded), else the body's start.

@@ -50,8 +50,16 @@ public struct SendFailure: Error, Sendable, CustomStringConvertible {
     /// The hub's `Retry-After` on the last attempt, if it gave one.
     public var retryAfter: Duration?
 
-    public init(reason: FailureReason, status: Int?, message: String, attempts: Int, throttledAttempts: Int,
-                firstAttemptAt: Double, lastAttemptAt: Double, retryAfter: Duration? = nil) {
+    public init(
+        reason: FailureReason,
+        status: Int?,
+        message: String,
+        attempts: Int,
+        throttledAttempts: Int,
+        firstAttemptAt: Double,
+        lastAttemptAt: Double,
+        retryAfter: Duration? = nil
+    ) {
         self.retryAfter = retryAfter
         self.reason = reason
         self.status = status

@@ -34,8 +34,15 @@ public struct Installation: Sendable, Codable, Equatable {
     /// The installation's user: its system tag `$UserId:{userId}` reaches every installation of one user.
     public var userId: String?
 
-    public init(installationId: String, platform: String, pushChannel: String, tags: [String]? = nil, templates: [String: Template]? = nil,
-                userId: String? = nil, browserPushChannel: BrowserPushChannel? = nil) {
+    public init(
+        installationId: String,
+        platform: String,
+        pushChannel: String,
+        tags: [String]? = nil,
+        templates: [String: Template]? = nil,
+        userId: String? = nil,
+        browserPushChannel: BrowserPushChannel? = nil
+    ) {
         self.userId = userId
         self.browserPushChannel = browserPushChannel
         self.installationId = installationId
@@ -67,7 +74,11 @@ public struct Installation: Sendable, Codable, Equatable {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(installationId, forKey: .installationId)
         try c.encode(platform, forKey: .platform)
-        if let browserPushChannel { try c.encode(browserPushChannel, forKey: .pushChannel) } else { try c.encode(pushChannel, forKey: .pushChannel) }
+        if let browserPushChannel {
+            try c.encode(browserPushChannel, forKey: .pushChannel)
+        } else {
+            try c.encode(pushChannel, forKey: .pushChannel)
+        }
         try c.encodeIfPresent(tags, forKey: .tags)
         try c.encodeIfPresent(templates, forKey: .templates)
         try c.encodeIfPresent(userId, forKey: .userId)

@@ -56,8 +56,14 @@ public struct Registration: Sendable, Equatable {
     /// A browser registration's keys; nil for the other platforms.
     public var browserKeys: BrowserKeys?
 
-    public init(id: String? = nil, platform: Platform, handle: String, tags: [String], template: Template? = nil,
-                browserKeys: BrowserKeys? = nil) {
+    public init(
+        id: String? = nil,
+        platform: Platform,
+        handle: String,
+        tags: [String],
+        template: Template? = nil,
+        browserKeys: BrowserKeys? = nil
+    ) {
         self.id = id
         self.platform = platform
         self.handle = handle
@@ -73,7 +79,8 @@ public struct Registration: Sendable, Equatable {
 
     /// The Atom entry NH takes in `PUT /{hub}/registrations/{id}` and `POST /{hub}/registrations`.
     public var atomEntry: String {
-        #"<?xml version="1.0" encoding="utf-8"?><entry xmlns="http://www.w3.org/2005/Atom">"# + content(serviceFields: "") + "</entry>"
+        #"<?xml version="1.0" encoding="utf-8"?><entry xmlns="http://www.w3.org/2005/Atom">"#
+            + content(serviceFields: "") + "</entry>"
     }
 
     /// What the service writes around a registration it answers with.
@@ -99,7 +106,10 @@ public struct Registration: Sendable, Equatable {
             <entry xmlns="http://www.w3.org/2005/Atom" xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata" \
             m:etag="W/&quot;\(a.etag)&quot;"><id>\(url)</id><title type="text">\(XMLText.escape(id ?? ""))</title>\
             <published>\(a.updated)</published><updated>\(a.updated)</updated><link rel="self" href="\(url)"/>
-            """ + content(serviceFields: "<ETag>\(a.etag)</ETag><ExpirationTime>9999-12-31T23:59:59.9999999Z</ExpirationTime>") + "</entry>"
+            """
+                + content(
+                    serviceFields: "<ETag>\(a.etag)</ETag><ExpirationTime>9999-12-31T23:59:59.9999999Z</ExpirationTime>"
+                ) + "</entry>"
     }
 
     private func content(serviceFields: String) -> String {
@@ -111,7 +121,8 @@ public struct Registration: Sendable, Equatable {
             inner += "<P256DH>\(XMLText.escape(keys.p256dh))</P256DH><Auth>\(XMLText.escape(keys.auth))</Auth>"
         }
         if let template {
-            inner += "<BodyTemplate><![CDATA[\(template.body.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>"))]]></BodyTemplate>"
+            inner +=
+                "<BodyTemplate><![CDATA[\(template.body.replacingOccurrences(of: "]]>", with: "]]]]><![CDATA[>"))]]></BodyTemplate>"
             if let expiry = template.expiry { inner += "<Expiry>\(XMLText.escape(expiry))</Expiry>" }
             if let name = template.name { inner += "<TemplateName>\(XMLText.escape(name))</TemplateName>" }
         }
@@ -143,18 +154,34 @@ public struct Registration: Sendable, Equatable {
         var browserKeys: BrowserKeys?
         if platform == .browser {
             guard let p256dh = XMLText.text(of: "P256DH", in: xml), !p256dh.isEmpty,
-                  let auth = XMLText.text(of: "Auth", in: xml), !auth.isEmpty else {
+                let auth = XMLText.text(of: "Auth", in: xml), !auth.isEmpty
+            else {
                 throw Invalid(description: "a browser registration needs P256DH and Auth beside its Endpoint")
             }
             browserKeys = BrowserKeys(p256dh: p256dh, auth: auth)
         }
-        let tags = XMLText.text(of: "Tags", in: xml).map { $0.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty } } ?? []
+        let tags =
+            XMLText.text(of: "Tags", in: xml).map {
+                $0.split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
+            } ?? []
         var template: Template?
         if isTemplate {
-            guard let body = XMLText.text(of: "BodyTemplate", in: xml), !body.isEmpty else { throw Invalid(description: "BodyTemplate is missing") }
-            template = Template(body: body, name: XMLText.text(of: "TemplateName", in: xml), expiry: XMLText.text(of: "Expiry", in: xml))
+            guard let body = XMLText.text(of: "BodyTemplate", in: xml), !body.isEmpty else {
+                throw Invalid(description: "BodyTemplate is missing")
+            }
+            template = Template(
+                body: body,
+                name: XMLText.text(of: "TemplateName", in: xml),
+                expiry: XMLText.text(of: "Expiry", in: xml)
+            )
         }
-        self.init(id: XMLText.text(of: "RegistrationId", in: xml), platform: platform, handle: handle, tags: tags, template: template,
-                  browserKeys: browserKeys)
+        self.init(
+            id: XMLText.text(of: "RegistrationId", in: xml),
+            platform: platform,
+            handle: handle,
+            tags: tags,
+            template: template,
+            browserKeys: browserKeys
+        )
     }
 }

@@ -39,6 +39,7 @@ public enum CivilDate {
         let (days, second) = floorDiv(seconds, 86_400)
         let d = date(fromDays: days)
         let time = "\(pad(second / 3600, 2)):\(pad(second / 60 % 60, 2)):\(pad(second % 60, 2))"
-        return "\(pad(d.year, 4))-\(pad(d.month, 2))-\(pad(d.day, 2))T\(time)" + (milliseconds ? ".\(pad(ms, 3))Z" : "Z")
+        return "\(pad(d.year, 4))-\(pad(d.month, 2))-\(pad(d.day, 2))T\(time)"
+            + (milliseconds ? ".\(pad(ms, 3))Z" : "Z")
     }
 }

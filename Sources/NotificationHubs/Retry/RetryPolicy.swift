@@ -1,4 +1,3 @@
-
 /// Exponential backoff with full jitter, honouring `Retry-After`.
 public struct RetryPolicy: Sendable, Equatable {
     /// Attempts in all, the first included.
@@ -44,8 +43,10 @@ public enum RetryAfter {
     /// IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`, as seconds since the epoch.
     static func httpDate(_ s: String) -> Double? {
         let parts = s.split(separator: " ")
-        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let month = months.firstIndex(of: String(parts[2])),
-              let year = Int(parts[3]) else { return nil }
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]),
+            let month = months.firstIndex(of: String(parts[2])),
+            let year = Int(parts[3])
+        else { return nil }
         let time = parts[4].split(separator: ":").compactMap { Int($0) }
         guard time.count == 3, (1...31).contains(day), time[0] < 24, time[1] < 60, time[2] < 61 else { return nil }
         let days = CivilDate.days(year: year, month: month + 1, day: day)

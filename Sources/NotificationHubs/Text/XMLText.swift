@@ -33,7 +33,8 @@ public enum XMLText {
             let afterAmp = rest.index(after: amp)
             // The longest reference is `&#x10FFFF;`: look no further for its `;`.
             if let semicolon = rest[afterAmp...].prefix(9).firstIndex(of: ";"),
-               let decoded = reference(rest[afterAmp..<semicolon]) {
+                let decoded = reference(rest[afterAmp..<semicolon])
+            {
                 out.append(decoded)
                 rest = rest[rest.index(after: semicolon)...]
             } else {
@@ -55,20 +56,27 @@ public enum XMLText {
         default:
             guard name.first == "#" else { return nil }
             let digits = name.dropFirst()
-            let value: UInt32? = digits.first == "x"
-                ? (digits.count > 1 && digits.dropFirst().allSatisfy(\.isHexDigit) ? UInt32(digits.dropFirst(), radix: 16) : nil)
-                : (!digits.isEmpty && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber) ? UInt32(digits) : nil)
+            let value: UInt32? =
+                digits.first == "x"
+                ? (digits.count > 1 && digits.dropFirst().allSatisfy(\.isHexDigit)
+                    ? UInt32(digits.dropFirst(), radix: 16) : nil)
+                : (!digits.isEmpty && digits.allSatisfy(\.isASCII) && digits.allSatisfy(\.isNumber)
+                    ? UInt32(digits) : nil)
             // XML's Char: tab, newline, carriage return, and everything from space up but surrogates and U+FFFE/U+FFFF.
-            guard let value, value == 0x9 || value == 0xA || value == 0xD || (0x20...0xD7FF).contains(value)
+            guard let value,
+                value == 0x9 || value == 0xA || value == 0xD || (0x20...0xD7FF).contains(value)
                     || (0xE000...0xFFFD).contains(value) || (0x10000...0x10FFFF).contains(value),
-                  let scalar = Unicode.Scalar(value) else { return nil }
+                let scalar = Unicode.Scalar(value)
+            else { return nil }
             return Character(scalar)
         }
     }
 
     /// The text of the first `<name>` element (CDATA sections unwrapped), or nil if there is none.
     public static func text(of name: String, in xml: String) -> String? {
-        guard let open = xml.range(of: "<\(name)>"), let close = xml.range(of: "</\(name)>", range: open.upperBound..<xml.endIndex) else {
+        guard let open = xml.range(of: "<\(name)>"),
+            let close = xml.range(of: "</\(name)>", range: open.upperBound..<xml.endIndex)
+        else {
             return nil
         }
         var text = ""

@@ -53,7 +53,9 @@ final class CurlEventLoop: @unchecked Sendable {
             return true
         }
         guard accepted else {
-            transfer.finish(.failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport is shut down")))
+            transfer.finish(
+                .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport is shut down"))
+            )
             return
         }
         wakeIfPolling()
@@ -112,7 +114,10 @@ final class CurlEventLoop: @unchecked Sendable {
             polling.store(false, ordering: .sequentiallyConsistent)
         }
         for (easy, _) in active {
-            complete(easy, with: .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport shut down")))
+            complete(
+                easy,
+                with: .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport shut down"))
+            )
         }
         for easy in idleHandles { curl_easy_cleanup(easy) }
         headerLists.freeAll()
@@ -124,7 +129,11 @@ final class CurlEventLoop: @unchecked Sendable {
     // calls either holds this object, so here nobody can.
     deinit { curl_multi_cleanup(multi) }
 
-    private static let cancelledError = TransportError(kind: .cancelled, code: Int32(CURLE_ABORTED_BY_CALLBACK.rawValue), message: "the request was cancelled")
+    private static let cancelledError = TransportError(
+        kind: .cancelled,
+        code: Int32(CURLE_ABORTED_BY_CALLBACK.rawValue),
+        message: "the request was cancelled"
+    )
 
     /// A new handle with the options every request shares; a handle is reused without
     /// `curl_easy_reset`, which would throw these away and have them set again on every request.
@@ -144,7 +153,9 @@ final class CurlEventLoop: @unchecked Sendable {
 
     private func start(_ transfer: Transfer) {
         guard let easy = idleHandles.popLast() ?? makeHandle() else {
-            transfer.finish(.failure(TransportError(kind: .other, code: 0, message: "libcurl could not create a handle")))
+            transfer.finish(
+                .failure(TransportError(kind: .other, code: 0, message: "libcurl could not create a handle"))
+            )
             return
         }
         let request = transfer.request
@@ -165,7 +176,9 @@ final class CurlEventLoop: @unchecked Sendable {
             hubcast_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
             hubcast_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
             hubcast_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, body.baseAddress)
-            if request.method != .post { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue) }
+            if request.method != .post {
+                hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+            }
         }
         let list = headerLists.take(request.headers)
         transfer.headerList = list
@@ -191,8 +204,12 @@ final class CurlEventLoop: @unchecked Sendable {
             if code == CURLE_OK {
                 var status = 0
                 hubcast_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-                let response = HTTPResponse(status: status, headers: transfer.responseHeaders, body: transfer.responseBody,
-                                            elapsed: ContinuousClock.now - transfer.started)
+                let response = HTTPResponse(
+                    status: status,
+                    headers: transfer.responseHeaders,
+                    body: transfer.responseBody,
+                    elapsed: ContinuousClock.now - transfer.started
+                )
                 complete(easy, with: .success(response))
             } else {
                 complete(easy, with: .failure(Self.error(code)))
@@ -214,12 +231,17 @@ final class CurlEventLoop: @unchecked Sendable {
 
     private static func error(_ code: CURLcode) -> TransportError {
         let message = String(cString: curl_easy_strerror(code))
-        let kind: TransportError.Kind = switch code {
-        case CURLE_OPERATION_TIMEDOUT: .timeout
-        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE: .tls
-        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING: .connection
-        default: .other
-        }
+        let kind: TransportError.Kind =
+            switch code {
+            case CURLE_OPERATION_TIMEDOUT: .timeout
+            case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM,
+                CURLE_SSL_CACERT_BADFILE:
+                .tls
+            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_RECV_ERROR, CURLE_SEND_ERROR,
+                CURLE_GOT_NOTHING:
+                .connection
+            default: .other
+            }
         return TransportError(kind: kind, code: Int32(code.rawValue), message: message)
     }
 }
@@ -274,26 +296,40 @@ struct HeaderListCache {
     }
 }
 
-private func curlWriteBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+private func curlWriteBody(
+    _ data: UnsafeMutablePointer<CChar>?,
+    _ size: Int,
+    _ count: Int,
+    _ context: UnsafeMutableRawPointer?
+) -> Int {
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     transfer.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: size * count))
     return size * count
 }
 
-private func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+private func curlWriteHeader(
+    _ data: UnsafeMutablePointer<CChar>?,
+    _ size: Int,
+    _ count: Int,
+    _ context: UnsafeMutableRawPointer?
+) -> Int {
     guard let data, let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
     let line = UnsafeRawBufferPointer(start: data, count: size * count)
     if line.starts(with: "HTTP/".utf8) {
         // A new status line (after 100 Continue or a redirect): earlier headers were not this response's.
         transfer.responseHeaders.removeAll()
-    } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), transfer.keeps(UnsafeRawBufferPointer(rebasing: line[..<colon])) {
+    } else if let colon = line.firstIndex(of: UInt8(ascii: ":")),
+        transfer.keeps(UnsafeRawBufferPointer(rebasing: line[..<colon]))
+    {
         // Bytes, not Unicode scalars: this runs for every header of every response.
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
-        while end > start, line[end - 1] == 0x20 || line[end - 1] == 0x09 || line[end - 1] == 0x0D || line[end - 1] == 0x0A { end -= 1 }
+        while end > start,
+            line[end - 1] == 0x20 || line[end - 1] == 0x09 || line[end - 1] == 0x0D || line[end - 1] == 0x0A
+        { end -= 1 }
         let name = String(unsafeUninitializedCapacity: colon) { buffer in
             for i in 0..<colon {
                 let b = line[i]
@@ -301,7 +337,9 @@ private func curlWriteHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, 
             }
             return colon
         }
-        transfer.responseHeaders.append(HTTPHeader(name, String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self)))
+        transfer.responseHeaders.append(
+            HTTPHeader(name, String(decoding: UnsafeRawBufferPointer(rebasing: line[start..<end]), as: UTF8.self))
+        )
     }
     return size * count
 }

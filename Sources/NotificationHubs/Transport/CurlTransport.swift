@@ -65,7 +65,8 @@ final class Transfer: @unchecked Sendable {
     func keeps(_ name: UnsafeRawBufferPointer) -> Bool {
         guard let keptHeaders else { return true }
         return keptHeaders.contains { kept in
-            kept.count == name.count && zip(kept, name).allSatisfy { k, b in k == (b >= 0x41 && b <= 0x5A ? b + 0x20 : b) }
+            kept.count == name.count
+                && zip(kept, name).allSatisfy { k, b in k == (b >= 0x41 && b <= 0x5A ? b + 0x20 : b) }
         }
     }
 

@@ -10,7 +10,9 @@ public struct HTTPHeader: Sendable, Hashable {
 
 /// One request for the transport.
 public struct HTTPRequest: Sendable {
-    public enum Method: String, Sendable { case get = "GET", post = "POST", put = "PUT", patch = "PATCH", delete = "DELETE" }
+    public enum Method: String, Sendable {
+        case get = "GET", post = "POST", put = "PUT", patch = "PATCH", delete = "DELETE"
+    }
 
     public var method: Method
     public var url: String
@@ -19,7 +21,13 @@ public struct HTTPRequest: Sendable {
     /// The whole transfer, connection included.
     public var timeout: Duration
 
-    public init(method: Method, url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], timeout: Duration = .seconds(30)) {
+    public init(
+        method: Method,
+        url: String,
+        headers: [HTTPHeader] = [],
+        body: [UInt8] = [],
+        timeout: Duration = .seconds(30)
+    ) {
         self.method = method
         self.url = url
         self.headers = headers

@@ -29,13 +29,19 @@ struct BackendAddUserCommand: ParsableCommand {
             """
     )
 
-    @Option(name: .long, help: ArgumentHelp("The users file to create or update (env HUBCAST_USERS_FILE).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("The users file to create or update (env HUBCAST_USERS_FILE).", valueName: "path")
+    )
     var usersFile: String?
 
     @Option(name: .long, help: ArgumentHelp("User name (their tag is username:<name>).", valueName: "name"))
     var name: String
 
-    @Option(name: .long, help: ArgumentHelp("A role, e.g. sender (may notify other users); repeatable.", valueName: "role"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("A role, e.g. sender (may notify other users); repeatable.", valueName: "role")
+    )
     var role: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("bcrypt cost, 4–31 (default 12).", valueName: "n"))
@@ -48,7 +54,9 @@ struct BackendAddUserCommand: ParsableCommand {
         guard (4...31).contains(cost) else { throw CLIError.usage("--cost: must be 4 to 31") }
         var file = UsersFile()
         if FileManager.default.fileExists(atPath: path) {
-            do { file = try UsersFile.load(path: path) } catch { throw CLIError.usage("--users-file: \(error.description)") }
+            do { file = try UsersFile.load(path: path) } catch {
+                throw CLIError.usage("--users-file: \(error.description)")
+            }
         }
         let password = try readPassword()
         do {
@@ -57,12 +65,16 @@ struct BackendAddUserCommand: ParsableCommand {
         } catch {
             throw CLIError.usage(error.description)
         }
-        FileHandle.standardError.write(Data("hubcast backend: user \(LegibleText.quoted(name)) written to \(LegibleText.quoted(path))\n".utf8))
+        FileHandle.standardError.write(
+            Data("hubcast backend: user \(LegibleText.quoted(name)) written to \(LegibleText.quoted(path))\n".utf8)
+        )
     }
 
     private func readPassword() throws -> String {
         if isatty(STDIN_FILENO) == 0 {
-            guard let line = readLine(strippingNewline: true), !line.isEmpty else { throw CLIError.usage("no password on stdin") }
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                throw CLIError.usage("no password on stdin")
+            }
             return line
         }
         guard let raw = getpass("Password for \(name): ") else { throw CLIError.usage("no password given") }

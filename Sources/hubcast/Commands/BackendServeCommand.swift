@@ -1,13 +1,13 @@
 import ArgumentParser
 import Backend
 import Foundation
+import Health
 import Kafka
 import Logging
+import Metrics
 import News
 import Newsroom
 import NotificationHubs
-import Health
-import Metrics
 import OperationsEndpoint
 import ServiceLifecycle
 import Telemetry
@@ -31,73 +31,186 @@ struct BackendServeCommand: AsyncParsableCommand {
     @OptionGroup var categoryOptions: CategoryOptions
     @OptionGroup var http: HTTPOptions
 
-    @Option(name: .long, help: ArgumentHelp("Address to listen on (env HUBCAST_BACKEND_HOST; default 127.0.0.1).", valueName: "host"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Address to listen on (env HUBCAST_BACKEND_HOST; default 127.0.0.1).", valueName: "host")
+    )
     var host: String?
 
-    @Option(name: .long, help: ArgumentHelp("Port to listen on; 0 picks a free one (env HUBCAST_BACKEND_PORT; default 8080).", valueName: "port"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Port to listen on; 0 picks a free one (env HUBCAST_BACKEND_PORT; default 8080).",
+            valueName: "port"
+        )
+    )
     var port: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Users file of name:bcrypt-hash[:roles] lines (env HUBCAST_USERS_FILE).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Users file of name:bcrypt-hash[:roles] lines (env HUBCAST_USERS_FILE).", valueName: "path")
+    )
     var usersFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("SQLite file path, or postgres://user@host:port/database (env HUBCAST_STORE; default hubcast-backend.sqlite). The PostgreSQL password comes from HUBCAST_STORE_PASSWORD or --store-password-file.", valueName: "location"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "SQLite file path, or postgres://user@host:port/database (env HUBCAST_STORE; default hubcast-backend.sqlite). The PostgreSQL password comes from HUBCAST_STORE_PASSWORD or --store-password-file.",
+            valueName: "location"
+        )
+    )
     var store: String?
 
-    @Option(name: .long, help: ArgumentHelp("File holding the PostgreSQL password (env HUBCAST_STORE_PASSWORD_FILE).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("File holding the PostgreSQL password (env HUBCAST_STORE_PASSWORD_FILE).", valueName: "path")
+    )
     var storePasswordFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("File holding an HS256 secret (≥ 32 bytes) for Bearer JWTs (env HUBCAST_JWT_SECRET_FILE).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "File holding an HS256 secret (≥ 32 bytes) for Bearer JWTs (env HUBCAST_JWT_SECRET_FILE).",
+            valueName: "path"
+        )
+    )
     var jwtSecretFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("JWKS file of the identity provider's public keys for Bearer JWTs (env HUBCAST_JWKS_FILE).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "JWKS file of the identity provider's public keys for Bearer JWTs (env HUBCAST_JWKS_FILE).",
+            valueName: "path"
+        )
+    )
     var jwksFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("Required `iss` of Bearer JWTs (env HUBCAST_JWT_ISSUER).", valueName: "issuer"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Required `iss` of Bearer JWTs (env HUBCAST_JWT_ISSUER).", valueName: "issuer")
+    )
     var jwtIssuer: String?
 
-    @Option(name: .long, help: ArgumentHelp("Required `aud` of Bearer JWTs (env HUBCAST_JWT_AUDIENCE).", valueName: "audience"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Required `aud` of Bearer JWTs (env HUBCAST_JWT_AUDIENCE).", valueName: "audience")
+    )
     var jwtAudience: String?
 
-    @Option(name: .long, help: ArgumentHelp("PEM certificate chain: serve https (env HUBCAST_TLS_CERT_FILE).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("PEM certificate chain: serve https (env HUBCAST_TLS_CERT_FILE).", valueName: "path")
+    )
     var tlsCertFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("PEM private key of --tls-cert-file (env HUBCAST_TLS_KEY_FILE).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("PEM private key of --tls-cert-file (env HUBCAST_TLS_KEY_FILE).", valueName: "path")
+    )
     var tlsKeyFile: String?
 
-    @Flag(name: .long, help: "Accept Basic over plain http from any address (only behind a TLS-terminating proxy) (env HUBCAST_ALLOW_PLAIN_HTTP).")
+    @Flag(
+        name: .long,
+        help:
+            "Accept Basic over plain http from any address (only behind a TLS-terminating proxy) (env HUBCAST_ALLOW_PLAIN_HTTP)."
+    )
     var allowPlainHttp = false
 
-    @Option(name: .long, help: ArgumentHelp("Comma-separated addresses or CIDR networks of the proxies in front (an ingress, a load balancer): from them X-Forwarded-For names the client (for the per-address lockout) and X-Forwarded-Proto: https counts as TLS for Basic (env HUBCAST_TRUSTED_PROXIES; default none).", valueName: "list"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Comma-separated addresses or CIDR networks of the proxies in front (an ingress, a load balancer): from them X-Forwarded-For names the client (for the per-address lockout) and X-Forwarded-Proto: https counts as TLS for Basic (env HUBCAST_TRUSTED_PROXIES; default none).",
+            valueName: "list"
+        )
+    )
     var trustedProxies: String?
 
-    @Option(name: .long, help: ArgumentHelp("Comma-separated tags a client may register (env HUBCAST_ALLOWED_TAGS; default: the categories).", valueName: "list"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Comma-separated tags a client may register (env HUBCAST_ALLOWED_TAGS; default: the categories).",
+            valueName: "list"
+        )
+    )
     var allowedTags: String?
 
-    @Option(name: .long, help: ArgumentHelp("Category (topic) of the backend's own notifications (env HUBCAST_NOTIFY_CATEGORY; default: the first category).", valueName: "name"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Category (topic) of the backend's own notifications (env HUBCAST_NOTIFY_CATEGORY; default: the first category).",
+            valueName: "name"
+        )
+    )
     var notifyCategory: String?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds a secure payload without expiresAt is kept (env HUBCAST_PAYLOAD_TTL; default 604800).", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds a secure payload without expiresAt is kept (env HUBCAST_PAYLOAD_TTL; default 604800).",
+            valueName: "seconds"
+        )
+    )
     var payloadTtl: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Largest request body in bytes (env HUBCAST_MAX_BODY_BYTES; default 65536).", valueName: "bytes"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Largest request body in bytes (env HUBCAST_MAX_BODY_BYTES; default 65536).",
+            valueName: "bytes"
+        )
+    )
     var maxBodyBytes: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Failed logins per user before a lockout (env HUBCAST_MAX_FAILED_LOGINS; default 10).", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Failed logins per user before a lockout (env HUBCAST_MAX_FAILED_LOGINS; default 10).",
+            valueName: "n"
+        )
+    )
     var maxFailedLogins: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Failed logins per client address before a lockout (env HUBCAST_MAX_FAILED_LOGINS_PER_ADDRESS; default 50).", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Failed logins per client address before a lockout (env HUBCAST_MAX_FAILED_LOGINS_PER_ADDRESS; default 50).",
+            valueName: "n"
+        )
+    )
     var maxFailedLoginsPerAddress: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds a lockout lasts, and the window failures are counted in (env HUBCAST_LOGIN_LOCKOUT; default 300).", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds a lockout lasts, and the window failures are counted in (env HUBCAST_LOGIN_LOCKOUT; default 300).",
+            valueName: "seconds"
+        )
+    )
     var loginLockout: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Seconds a bcrypt-verified name and password are remembered, as a keyed hash, so each call does not pay bcrypt again; 0 turns it off (env HUBCAST_CREDENTIAL_CACHE_SECONDS; default 300).", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds a bcrypt-verified name and password are remembered, as a keyed hash, so each call does not pay bcrypt again; 0 turns it off (env HUBCAST_CREDENTIAL_CACHE_SECONDS; default 300).",
+            valueName: "seconds"
+        )
+    )
     var credentialCacheSeconds: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Consumer group that stores secure payloads published straight to Kafka (env HUBCAST_BACKEND_GROUP; default hubcast-backend).", valueName: "group"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Consumer group that stores secure payloads published straight to Kafka (env HUBCAST_BACKEND_GROUP; default hubcast-backend).",
+            valueName: "group"
+        )
+    )
     var group: String?
 
-    @Flag(name: .long, help: "Do not consume the category topics (payloads then come only from POST /api/notifications) (env HUBCAST_NO_CONSUMER).")
+    @Flag(
+        name: .long,
+        help:
+            "Do not consume the category topics (payloads then come only from POST /api/notifications) (env HUBCAST_NO_CONSUMER)."
+    )
     var noConsumer = false
 
     func run() async throws {
@@ -115,17 +228,29 @@ struct BackendServeCommand: AsyncParsableCommand {
         var apiConfig = BackendAPI.Configuration(allowedTags: categories.names, notifyCategory: categories.names[0])
         apiConfig.categories = categories.names
         if let tags = settings.string(allowedTags, "allowed-tags") {
-            apiConfig.allowedTags = tags.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            for tag in apiConfig.allowedTags where !TagSyntax.isTag(tag) || tag.hasPrefix("username:") || tag.hasPrefix("$") {
+            apiConfig.allowedTags = tags.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                !$0.isEmpty
+            }
+            for tag in apiConfig.allowedTags
+            where !TagSyntax.isTag(tag) || tag.hasPrefix("username:") || tag.hasPrefix("$") {
                 throw CLIError.usage("--allowed-tags: \(LegibleText.quoted(tag)) is not a tag a client may set")
             }
         }
         apiConfig.notifyCategory = settings.string(notifyCategory, "notify-category", default: categories.names[0])
         guard categories.topic(for: apiConfig.notifyCategory) != nil else {
-            throw CLIError.usage("--notify-category: \(LegibleText.quoted(apiConfig.notifyCategory)) is not one of \(categories.names.joined(separator: ", "))")
+            throw CLIError.usage(
+                "--notify-category: \(LegibleText.quoted(apiConfig.notifyCategory)) is not one of \(categories.names.joined(separator: ", "))"
+            )
         }
-        apiConfig.payloadTTL = Int64(try settings.int(payloadTtl, "payload-ttl", default: 7 * 24 * 3600, range: 60...(365 * 24 * 3600)))
-        apiConfig.maxBodyBytes = try settings.int(maxBodyBytes, "max-body-bytes", default: 64 * 1024, range: 1024...(16 * 1024 * 1024))
+        apiConfig.payloadTTL = Int64(
+            try settings.int(payloadTtl, "payload-ttl", default: 7 * 24 * 3600, range: 60...(365 * 24 * 3600))
+        )
+        apiConfig.maxBodyBytes = try settings.int(
+            maxBodyBytes,
+            "max-body-bytes",
+            default: 64 * 1024,
+            range: 1024...(16 * 1024 * 1024)
+        )
         apiConfig.allowPlainHTTP = try settings.bool(allowPlainHttp, "allow-plain-http")
         if let proxies = settings.string(trustedProxies, "trusted-proxies") {
             do {
@@ -139,18 +264,40 @@ struct BackendServeCommand: AsyncParsableCommand {
 
         let lockout = Double(try settings.int(loginLockout, "login-lockout", default: 300, range: 1...86_400))
         let throttle = LoginThrottle(
-            perUser: .init(maxFailures: try settings.int(maxFailedLogins, "max-failed-logins", default: 10, range: 1...10_000), window: lockout, lockout: lockout),
-            perAddress: .init(maxFailures: try settings.int(maxFailedLoginsPerAddress, "max-failed-logins-per-address", default: 50, range: 1...1_000_000),
-                              window: lockout, lockout: lockout))
+            perUser: .init(
+                maxFailures: try settings.int(maxFailedLogins, "max-failed-logins", default: 10, range: 1...10_000),
+                window: lockout,
+                lockout: lockout
+            ),
+            perAddress: .init(
+                maxFailures: try settings.int(
+                    maxFailedLoginsPerAddress,
+                    "max-failed-logins-per-address",
+                    default: 50,
+                    range: 1...1_000_000
+                ),
+                window: lockout,
+                lockout: lockout
+            )
+        )
         let users = try loadUsers(settings)
         let bearer = try await bearerVerifier(settings)
         guard !users.entries.isEmpty || bearer != nil else {
             throw CLIError.usage("--users-file: no users and no JWT keys: nobody could log in")
         }
-        let cacheSeconds = try settings.int(credentialCacheSeconds, "credential-cache-seconds", default: 300, range: 0...86_400)
+        let cacheSeconds = try settings.int(
+            credentialCacheSeconds,
+            "credential-cache-seconds",
+            default: 300,
+            range: 0...86_400
+        )
 
         let location = settings.string(store, "store", default: "hubcast-backend.sqlite")
-        let storePassword = try settings.secret("store-password", fileFlag: storePasswordFile, fileName: "store-password-file")
+        let storePassword = try settings.secret(
+            "store-password",
+            fileFlag: storePasswordFile,
+            fileName: "store-password-file"
+        )
         let opened: OpenedStore
         do {
             opened = try await OpenedStore.open(location: location, password: storePassword, logger: logger)
@@ -158,8 +305,12 @@ struct BackendServeCommand: AsyncParsableCommand {
             throw CLIError.unreachable("store: \(LegibleText.sanitized(String(describing: error)))")
         }
         // With PostgreSQL every instance counts failed logins in the same rows.
-        let authenticator = Authenticator(users: users, bearer: bearer, failures: opened.failedLogins(throttle, logger: logger),
-                                          cacheSeconds: Double(cacheSeconds))
+        let authenticator = Authenticator(
+            users: users,
+            bearer: bearer,
+            failures: opened.failedLogins(throttle, logger: logger),
+            cacheSeconds: Double(cacheSeconds)
+        )
 
         let producer: KafkaProducer
         do {
@@ -173,16 +324,31 @@ struct BackendServeCommand: AsyncParsableCommand {
         do {
             let missing = try await publisher.prepareTopics(timeout: connectTimeout)
             if !missing.isEmpty {
-                logger.warning("Category topics not found in Kafka: notifications to them depend on the broker creating topics",
-                               metadata: ["topics": "\(missing.joined(separator: ","))"])
+                logger.warning(
+                    "Category topics not found in Kafka: notifications to them depend on the broker creating topics",
+                    metadata: ["topics": "\(missing.joined(separator: ","))"]
+                )
             }
         } catch {
-            logger.warning("Could not look the category topics up", metadata: ["error": "\(LegibleText.sanitized(String(describing: error)))"])
+            logger.warning(
+                "Could not look the category topics up",
+                metadata: ["error": "\(LegibleText.sanitized(String(describing: error)))"]
+            )
         }
-        let client = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
+        let client = NotificationHubClient(
+            configuration: hubConfig,
+            transport: CurlTransport(configuration: transportConfig, logger: logger),
+            logger: logger
+        )
         let hub = NotificationHubDevices(client: client)
-        let api = BackendAPI(configuration: apiConfig, store: opened.store, hub: hub,
-                             publisher: publisher, authenticator: authenticator, logger: logger)
+        let api = BackendAPI(
+            configuration: apiConfig,
+            store: opened.store,
+            hub: hub,
+            publisher: publisher,
+            authenticator: authenticator,
+            logger: logger
+        )
 
         let host = settings.string(self.host, "backend-host", default: "127.0.0.1")
         let port = try settings.int(self.port, "backend-port", default: 8080, range: 0...65535)
@@ -199,8 +365,11 @@ struct BackendServeCommand: AsyncParsableCommand {
         }
         var services: [any Service] = opened.services + [server]
         if !(try settings.bool(noConsumer, "no-consumer")) {
-            var consumerConfig = KafkaConsumerConfiguration(kafka: kafkaConfig, groupID: settings.string(group, "backend-group", default: "hubcast-backend"),
-                                                            topics: categories.topics)
+            var consumerConfig = KafkaConsumerConfiguration(
+                kafka: kafkaConfig,
+                groupID: settings.string(group, "backend-group", default: "hubcast-backend"),
+                topics: categories.topics
+            )
             consumerConfig.offsetReset = .earliest
             let consumer: KafkaConsumer
             do {
@@ -210,19 +379,35 @@ struct BackendServeCommand: AsyncParsableCommand {
                 throw CLIError.usage("Kafka consumer configuration", error)
             }
             services.append(consumer)
-            services.append(PayloadKeeper(consumer: consumer, store: opened.store, categories: categories,
-                                          defaultTTL: apiConfig.payloadTTL, logger: logger))
+            services.append(
+                PayloadKeeper(
+                    consumer: consumer,
+                    store: opened.store,
+                    categories: categories,
+                    defaultTTL: apiConfig.payloadTTL,
+                    logger: logger
+                )
+            )
         }
         services.append(PayloadSweeper(store: opened.store, logger: logger))
         if let endpoint {
             var healthConfig = HealthState.Configuration(consumes: false)
             healthConfig.usesStore = true
             let health = HealthMonitor(configuration: healthConfig)
-            services.append(StoreWatch(store: opened.store) { failure in
-                if let failure { health.storeFailed(reason: failure) } else { health.storeAnswered() }
-            })
-            services.append(OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger,
-                                             exposition: prometheus.exposition))
+            services.append(
+                StoreWatch(store: opened.store) { failure in
+                    if let failure { health.storeFailed(reason: failure) } else { health.storeAnswered() }
+                }
+            )
+            services.append(
+                OperationsServer(
+                    health: health,
+                    host: endpoint.host,
+                    port: endpoint.port,
+                    logger: logger,
+                    exposition: prometheus.exposition
+                )
+            )
         }
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         var failure: (any Error)?
@@ -260,17 +445,23 @@ struct BackendServeCommand: AsyncParsableCommand {
         case (nil, nil):
             return nil
         case (let path?, nil):
-            guard let data = FileManager.default.contents(atPath: path) else { throw CLIError.usage("--jwt-secret-file: cannot read \(LegibleText.quoted(path))") }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError.usage("--jwt-secret-file: cannot read \(LegibleText.quoted(path))")
+            }
             var bytes = Array(data)
             while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
             keys = .hs256(secret: bytes)
         case (nil, let path?):
-            guard let data = FileManager.default.contents(atPath: path) else { throw CLIError.usage("--jwks-file: cannot read \(LegibleText.quoted(path))") }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CLIError.usage("--jwks-file: cannot read \(LegibleText.quoted(path))")
+            }
             keys = .jwks(json: String(decoding: data, as: UTF8.self))
         default:
             throw CLIError.usage("--jwt-secret-file and --jwks-file are exclusive: give one key source")
         }
-        guard let issuer = settings.string(jwtIssuer, "jwt-issuer"), let audience = settings.string(jwtAudience, "jwt-audience") else {
+        guard let issuer = settings.string(jwtIssuer, "jwt-issuer"),
+            let audience = settings.string(jwtAudience, "jwt-audience")
+        else {
             throw CLIError.usage("--jwt-issuer and --jwt-audience are required with JWT keys")
         }
         do {

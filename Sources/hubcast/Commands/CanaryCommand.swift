@@ -23,13 +23,28 @@ struct CanaryCommand: AsyncParsableCommand {
     @OptionGroup var kafka: KafkaOptions
     @OptionGroup var topic: CanaryTopicOption
 
-    @Flag(name: .long, help: "Send one canary and exit (required: periodic canaries come from `hubcast run --canary-every`).")
+    @Flag(
+        name: .long,
+        help: "Send one canary and exit (required: periodic canaries come from `hubcast run --canary-every`)."
+    )
     var once = false
 
-    @Option(name: .long, help: ArgumentHelp("How long the canary may take to reach the hub before it counts as failed (default 30).", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "How long the canary may take to reach the hub before it counts as failed (default 30).",
+            valueName: "seconds"
+        )
+    )
     var timeout: Int?
 
-    @Option(name: .long, help: ArgumentHelp("The consumer group of the `hubcast run` that is to send it (env HUBCAST_GROUP; default hubcast).", valueName: "id"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The consumer group of the `hubcast run` that is to send it (env HUBCAST_GROUP; default hubcast).",
+            valueName: "id"
+        )
+    )
     var group: String?
 
     func run() async throws {
@@ -40,15 +55,26 @@ struct CanaryCommand: AsyncParsableCommand {
         let connectTimeout = try kafka.timeout(settings)
         let canaryTopic = try topic.topic(settings)
         let seconds = timeout ?? 30
-        guard (1...3600).contains(seconds) else { throw CLIError.usage("--timeout must be between 1 and 3600, got \(seconds)") }
+        guard (1...3600).contains(seconds) else {
+            throw CLIError.usage("--timeout must be between 1 and 3600, got \(seconds)")
+        }
 
-        let producer = try await CanaryTopicOption.producer(for: canaryTopic, kafka: kafkaConfig, timeout: connectTimeout, logger: logger)
+        let producer = try await CanaryTopicOption.producer(
+            for: canaryTopic,
+            kafka: kafkaConfig,
+            timeout: connectTimeout,
+            logger: logger
+        )
         let consumer: KafkaConsumer
         let instance = QuotaSharing.uniqueInstance()
         do {
             // A group of its own, from the start of the topic: its answer cannot be missed, however
             // soon it comes; the answers to other canaries are skipped by id.
-            var consumerConfig = KafkaConsumerConfiguration(kafka: kafkaConfig, groupID: "hubcast-canary-" + instance, topics: [canaryTopic])
+            var consumerConfig = KafkaConsumerConfiguration(
+                kafka: kafkaConfig,
+                groupID: "hubcast-canary-" + instance,
+                topics: [canaryTopic]
+            )
             consumerConfig.offsetReset = .earliest
             consumerConfig.fetchWaitMaxMs = 50
             var quiet = logger
@@ -60,15 +86,22 @@ struct CanaryCommand: AsyncParsableCommand {
         let groupID = settings.string(group, "group", default: "hubcast")
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let request = CanaryRequest(id: "canary-once-\(instance)", requestedAtMs: now, deadlineMs: now + Int64(seconds) * 1000,
-                                    by: "canary --once@\(instance)", group: groupID)
+        let request = CanaryRequest(
+            id: "canary-once-\(instance)",
+            requestedAtMs: now,
+            deadlineMs: now + Int64(seconds) * 1000,
+            by: "canary --once@\(instance)",
+            group: groupID
+        )
         let result = try await withThrowingTaskGroup(of: CanaryResult?.self, returning: CanaryResult?.self) { group in
             group.addTask {
                 do {
                     try await consumer.run()
                 } catch {
                     // Its messages end with it, so the waiter returns at once: this is the error shown.
-                    throw CLIError.unreachable("reading the canary topic from \(kafkaConfig.bootstrapServers) failed: \(error)")
+                    throw CLIError.unreachable(
+                        "reading the canary topic from \(kafkaConfig.bootstrapServers) failed: \(error)"
+                    )
                 }
                 return nil
             }
@@ -76,7 +109,11 @@ struct CanaryCommand: AsyncParsableCommand {
                 // However it ends, the consumer ends with it.
                 defer { consumer.stop() }
                 do {
-                    _ = try await producer.send(topic: canaryTopic, partition: 0, value: CanaryRecord.request(request).bytes)
+                    _ = try await producer.send(
+                        topic: canaryTopic,
+                        partition: 0,
+                        value: CanaryRecord.request(request).bytes
+                    )
                 } catch {
                     throw CLIError.failure("the canary request could not be written to \(canaryTopic): \(error)")
                 }
@@ -89,7 +126,9 @@ struct CanaryCommand: AsyncParsableCommand {
                     case .finished: return nil
                     }
                     for message in messages {
-                        if case .result(let result)? = CanaryRecord(bytes: message.value), result.id == request.id { return result }
+                        if case .result(let result)? = CanaryRecord(bytes: message.value), result.id == request.id {
+                            return result
+                        }
                     }
                 }
                 return nil
@@ -100,9 +139,13 @@ struct CanaryCommand: AsyncParsableCommand {
         }
         try? await producer.close(timeout: .seconds(5))
         guard let result else {
-            throw CLIError.failure("no instance answered the canary \(request.id) within \(seconds + 5) s: is a `hubcast run` with --canary-tag or --canary-every consuming \(canaryTopic)?")
+            throw CLIError.failure(
+                "no instance answered the canary \(request.id) within \(seconds + 5) s: is a `hubcast run` with --canary-tag or --canary-every consuming \(canaryTopic)?"
+            )
         }
-        FileHandle.standardOutput.write(Data(Canary.line(result, nowMs: Int64(Date().timeIntervalSince1970 * 1000)) + [0x0A]))
+        FileHandle.standardOutput.write(
+            Data(Canary.line(result, nowMs: Int64(Date().timeIntervalSince1970 * 1000)) + [0x0A])
+        )
         if !result.succeeded {
             throw CLIError.failure("the canary failed: \(result.reason ?? "no reason given")")
         }

@@ -25,9 +25,13 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try await common.settings()
         var logLevelOptions = common
-        if logLevelOptions.logLevel == nil && settings.string(nil, "log-level") == nil { logLevelOptions.logLevel = "warning" }
+        if logLevelOptions.logLevel == nil && settings.string(nil, "log-level") == nil {
+            logLevelOptions.logLevel = "warning"
+        }
         let logger = try logLevelOptions.bootstrapLogging(settings, label: "hubcast.demo")
-        guard (1...1_000_000).contains(devices) else { throw CLIError.usage("--devices must be between 1 and 1000000, got \(devices)") }
+        guard (1...1_000_000).contains(devices) else {
+            throw CLIError.usage("--devices must be between 1 and 1000000, got \(devices)")
+        }
         let metrics = InMemoryMetrics()
         MetricsSystem.bootstrap(metrics)
         var configuration = DemoRunner.Configuration()

@@ -19,16 +19,34 @@ struct DevBrokerCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
     @OptionGroup var categories: CategoryOptions
 
-    @Option(name: .long, help: ArgumentHelp("Partitions of each created topic (env HUBCAST_PARTITIONS; default 3).", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Partitions of each created topic (env HUBCAST_PARTITIONS; default 3).", valueName: "n")
+    )
     var partitions: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Brokers in the mock cluster (env HUBCAST_BROKER_COUNT; default 1).", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Brokers in the mock cluster (env HUBCAST_BROKER_COUNT; default 1).", valueName: "n")
+    )
     var brokerCount: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Dead-letter topic to create (env HUBCAST_DLQ_TOPIC; default news.deadletter).", valueName: "topic"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Dead-letter topic to create (env HUBCAST_DLQ_TOPIC; default news.deadletter).",
+            valueName: "topic"
+        )
+    )
     var dlqTopic: String?
 
-    @Option(name: .long, help: ArgumentHelp("Also accept bootstrap connections on 127.0.0.1:<port>; 0 or absent means only the broker's own port (env HUBCAST_PORT).", valueName: "port"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Also accept bootstrap connections on 127.0.0.1:<port>; 0 or absent means only the broker's own port (env HUBCAST_PORT).",
+            valueName: "port"
+        )
+    )
     var port: Int?
 
     func run() async throws {
@@ -63,9 +81,12 @@ struct DevBrokerCommand: AsyncParsableCommand {
         }
         // The first stdout line is the contract; write it unbuffered so a parent process sees it at once.
         FileHandle.standardOutput.write(Data("\(address)\n".utf8))
-        logger.info("Dev broker running (in memory; data is lost at exit)", metadata: [
-            "bootstrap": "\(address)", "topics": "\(topics.keys.sorted())", "partitions": "\(partitionCount)",
-        ])
+        logger.info(
+            "Dev broker running (in memory; data is lost at exit)",
+            metadata: [
+                "bootstrap": "\(address)", "topics": "\(topics.keys.sorted())", "partitions": "\(partitionCount)",
+            ]
+        )
         let service = WaitForShutdown()
         let group = ServiceGroup(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()

@@ -22,10 +22,16 @@ struct ProduceCommand: AsyncParsableCommand {
     @OptionGroup var kafka: KafkaOptions
     @OptionGroup var categoryOptions: CategoryOptions
 
-    @Option(name: .long, help: ArgumentHelp("JSON-lines file of news items; - or absent reads stdin.", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("JSON-lines file of news items; - or absent reads stdin.", valueName: "path")
+    )
     var file: String?
 
-    @Option(name: .long, help: ArgumentHelp("Category of an item built from flags, and of lines that carry none.", valueName: "name"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Category of an item built from flags, and of lines that carry none.", valueName: "name")
+    )
     var category: String?
 
     @Option(name: .long, help: "Headline of one item to publish from flags.")
@@ -40,25 +46,49 @@ struct ProduceCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Link of the item built from flags.")
     var url: String?
 
-    @Option(name: .long, help: "Tag expression of the item built from flags (replaces the category tag as the audience).")
+    @Option(
+        name: .long,
+        help: "Tag expression of the item built from flags (replaces the category tag as the audience)."
+    )
     var tagExpression: String?
 
     @Option(name: .long, help: ArgumentHelp("Expiry of the item built from flags, RFC 3339.", valueName: "time"))
     var expiresAt: String?
 
-    @Option(name: .long, help: ArgumentHelp("Priority of the item built from flags: breaking goes before anything waiting, bulk gets what is left (default: the category's in run, else normal).", valueName: "breaking|normal|bulk"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Priority of the item built from flags: breaking goes before anything waiting, bulk gets what is left (default: the category's in run, else normal).",
+            valueName: "breaking|normal|bulk"
+        )
+    )
     var priority: String?
 
-    @Option(name: .long, help: ArgumentHelp("Largest item accepted, in bytes (env HUBCAST_MAX_MESSAGE_BYTES; default 65536).", valueName: "bytes"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Largest item accepted, in bytes (env HUBCAST_MAX_MESSAGE_BYTES; default 65536).",
+            valueName: "bytes"
+        )
+    )
     var maxMessageBytes: Int?
 
     func run() async throws {
         let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.produce")
         let categories = try categoryOptions.resolve(settings)
-        let decoder = NewsItemDecoder(maxMessageBytes: try settings.int(maxMessageBytes, "max-message-bytes", default: NewsItemDecoder.defaultMaxMessageBytes, range: 64...16_777_216))
+        let decoder = NewsItemDecoder(
+            maxMessageBytes: try settings.int(
+                maxMessageBytes,
+                "max-message-bytes",
+                default: NewsItemDecoder.defaultMaxMessageBytes,
+                range: 64...16_777_216
+            )
+        )
         if let category, categories.topic(for: category) == nil {
-            throw CLIError.usage("--category: \(LegibleText.quoted(category)) is not one of \(categories.names.joined(separator: ", "))")
+            throw CLIError.usage(
+                "--category: \(LegibleText.quoted(category)) is not one of \(categories.names.joined(separator: ", "))"
+            )
         }
         let reader = try makeReader()
 
@@ -75,14 +105,23 @@ struct ProduceCommand: AsyncParsableCommand {
         do {
             try await producer.checkReachable(timeout: timeout)
         } catch {
-            throw CLIError.unreachable("could not reach Kafka at \(settings.string(kafka.brokers, "brokers", default: "127.0.0.1:9092")): "
-                                       + LegibleText.sanitized(String(describing: error)))
+            throw CLIError.unreachable(
+                "could not reach Kafka at \(settings.string(kafka.brokers, "brokers", default: "127.0.0.1:9092")): "
+                    + LegibleText.sanitized(String(describing: error))
+            )
         }
 
-        let publisher = NewsPublisher(producer: producer, categories: categories, decoder: decoder, defaultCategory: category)
+        let publisher = NewsPublisher(
+            producer: producer,
+            categories: categories,
+            decoder: decoder,
+            defaultCategory: category
+        )
         let summary = await publisher.publish(from: reader) { problem in
             // A problem may quote the line (a bad field name, a date): never raw to the terminal.
-            FileHandle.standardError.write(Data("hubcast produce: \(LegibleText.sanitized(problem.description))\n".utf8))
+            FileHandle.standardError.write(
+                Data("hubcast produce: \(LegibleText.sanitized(problem.description))\n".utf8)
+            )
         }
         do {
             try await producer.close()
@@ -97,7 +136,11 @@ struct ProduceCommand: AsyncParsableCommand {
     private func makeReader() throws -> LineReader {
         guard let headline else {
             // Lines are published as written: a priority goes in the line's own "priority" field.
-            if priority != nil { throw CLIError.usage("--priority is for the item built from flags (--headline); a line in the file carries its own \"priority\"") }
+            if priority != nil {
+                throw CLIError.usage(
+                    "--priority is for the item built from flags (--headline); a line in the file carries its own \"priority\""
+                )
+            }
             do {
                 return try LineReader(path: file)
             } catch {
@@ -108,16 +151,28 @@ struct ProduceCommand: AsyncParsableCommand {
         guard category != nil || tagExpression != nil else { throw CLIError.usage("--headline needs --category") }
         var expiry: Timestamp?
         if let expiresAt {
-            guard let parsed = Timestamp(rfc3339: expiresAt) else { throw CLIError.usage("--expires-at: \(LegibleText.quoted(expiresAt)) is not RFC 3339") }
+            guard let parsed = Timestamp(rfc3339: expiresAt) else {
+                throw CLIError.usage("--expires-at: \(LegibleText.quoted(expiresAt)) is not RFC 3339")
+            }
             expiry = parsed
         }
         var urgency: Priority?
         if let priority {
-            guard let parsed = Priority(name: priority) else { throw CLIError.usage("--priority: \(LegibleText.quoted(priority)) is not breaking, normal or bulk") }
+            guard let parsed = Priority(name: priority) else {
+                throw CLIError.usage("--priority: \(LegibleText.quoted(priority)) is not breaking, normal or bulk")
+            }
             urgency = parsed
         }
-        let item = NewsItem(id: id ?? UUID().uuidString.lowercased(), headline: headline, category: category, body: body,
-                            url: url, tagExpression: tagExpression, expiresAt: expiry, priority: urgency)
+        let item = NewsItem(
+            id: id ?? UUID().uuidString.lowercased(),
+            headline: headline,
+            category: category,
+            body: body,
+            url: url,
+            tagExpression: tagExpression,
+            expiresAt: expiry,
+            priority: urgency
+        )
         return LineReader(lines: [item.json])
     }
 }

@@ -40,34 +40,73 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Where the records are: kafka:TOPIC or file:PATH.", valueName: "source"))
     var from: String
 
-    @Option(name: .long, help: ArgumentHelp("Where sends that fail again go: kafka:TOPIC or file:PATH (default: <from>.replay).", valueName: "sink"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Where sends that fail again go: kafka:TOPIC or file:PATH (default: <from>.replay).",
+            valueName: "sink"
+        )
+    )
     var dlq: String?
 
-    @Option(name: .long, help: ArgumentHelp("Consumer group when reading from Kafka (env HUBCAST_REPLAY_GROUP; default hubcast-replay).", valueName: "id"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Consumer group when reading from Kafka (env HUBCAST_REPLAY_GROUP; default hubcast-replay).",
+            valueName: "id"
+        )
+    )
     var group: String?
 
-    @Option(name: .long, help: ArgumentHelp("Only records dead-lettered at or after this RFC 3339 time.", valueName: "time"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only records dead-lettered at or after this RFC 3339 time.", valueName: "time")
+    )
     var since: String?
 
-    @Option(name: .long, help: ArgumentHelp("Only records dead-lettered at or before this RFC 3339 time.", valueName: "time"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Only records dead-lettered at or before this RFC 3339 time.", valueName: "time")
+    )
     var until: String?
 
     @Option(name: .long, help: ArgumentHelp("Only these categories (comma-separated or repeated).", valueName: "name"))
     var category: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Only these reasons: throttled, server-error, timeout, transport, unauthorized, invalid, … (comma-separated or repeated).", valueName: "reason"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Only these reasons: throttled, server-error, timeout, transport, unauthorized, invalid, … (comma-separated or repeated).",
+            valueName: "reason"
+        )
+    )
     var reason: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Only records whose last HTTP status is one of these (comma-separated or repeated).", valueName: "code"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Only records whose last HTTP status is one of these (comma-separated or repeated).",
+            valueName: "code"
+        )
+    )
     var status: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("Only these item ids (comma-separated or repeated).", valueName: "id"))
     var id: [String] = []
 
-    @Flag(name: .long, help: "Print what would be sent (counts per category and reason, the first records) and send nothing.")
+    @Flag(
+        name: .long,
+        help: "Print what would be sent (counts per category and reason, the first records) and send nothing."
+    )
     var dryRun = false
 
-    @Option(name: .long, help: ArgumentHelp("Sends per second at most (default: no cap; the rate is learnt from the hub's throttling either way).", valueName: "n"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Sends per second at most (default: no cap; the rate is learnt from the hub's throttling either way).",
+            valueName: "n"
+        )
+    )
     var rate: Double?
 
     @Option(name: .long, help: ArgumentHelp("Sends in flight at most (default 16).", valueName: "n"))
@@ -76,13 +115,26 @@ struct ReplayCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Also re-send items whose expiresAt has passed.")
     var includeExpired = false
 
-    @Option(name: .long, help: ArgumentHelp("Seconds between metrics lines on stdout (default 10).", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Seconds between metrics lines on stdout (default 10).", valueName: "seconds")
+    )
     var metricsInterval: Int = 10
 
-    @Option(name: .long, help: ArgumentHelp("Seconds the hub may fail (credentials, TLS, no answer) before the replay stops with what it has not sent; 0 waits for as long as it runs (env HUBCAST_HUB_WAIT; default 60).", valueName: "seconds"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Seconds the hub may fail (credentials, TLS, no answer) before the replay stops with what it has not sent; 0 waits for as long as it runs (env HUBCAST_HUB_WAIT; default 60).",
+            valueName: "seconds"
+        )
+    )
     var hubWait: Int?
 
-    @Flag(name: .long, help: "Skip the start-up check of the hub credentials (for a key without Listen rights) (env HUBCAST_SKIP_HUB_CHECK).")
+    @Flag(
+        name: .long,
+        help:
+            "Skip the start-up check of the hub credentials (for a key without Listen rights) (env HUBCAST_SKIP_HUB_CHECK)."
+    )
     var skipHubCheck = false
 
     func run() async throws {
@@ -93,7 +145,9 @@ struct ReplayCommand: AsyncParsableCommand {
         config.filter = try filter()
         config.dryRun = dryRun
         config.includeExpired = includeExpired
-        guard (1...10_000).contains(concurrency) else { throw CLIError.usage("--concurrency must be between 1 and 10000, got \(concurrency)") }
+        guard (1...10_000).contains(concurrency) else {
+            throw CLIError.usage("--concurrency must be between 1 and 10000, got \(concurrency)")
+        }
         config.concurrency = concurrency
         if let rate {
             guard rate > 0 else { throw CLIError.usage("--rate must be above 0, got \(rate)") }
@@ -102,7 +156,9 @@ struct ReplayCommand: AsyncParsableCommand {
         let wait = try settings.int(hubWait, "hub-wait", default: 60, range: 0...86_400)
         config.hubWait = wait == 0 ? nil : .seconds(wait)
         let sinkSpec = dlq ?? (from.hasPrefix("file:") ? from + ".replay.jsonl" : from + ".replay")
-        guard sinkSpec != from else { throw CLIError.usage("--dlq must differ from --from: failures never go back to the records being read") }
+        guard sinkSpec != from else {
+            throw CLIError.usage("--dlq must differ from --from: failures never go back to the records being read")
+        }
 
         let metrics = InMemoryMetrics()
         MetricsSystem.bootstrap(metrics)
@@ -115,20 +171,34 @@ struct ReplayCommand: AsyncParsableCommand {
             var (hubConfig, transportConfig) = try hubOptions.configuration(settings)
             // The engine holds a throttled send for its Retry-After and paces the rest, as in `run`.
             hubConfig.retry.retriesThrottling = false
-            let hub = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
-            if !(try settings.bool(skipHubCheck, "skip-hub-check")) { try await HubCheck.verify(hub, timeout: try kafka.timeout(settings)) }
+            let hub = NotificationHubClient(
+                configuration: hubConfig,
+                transport: CurlTransport(configuration: transportConfig, logger: logger),
+                logger: logger
+            )
+            if !(try settings.bool(skipHubCheck, "skip-hub-check")) {
+                try await HubCheck.verify(hub, timeout: try kafka.timeout(settings))
+            }
             client = hub
             (sink, producer) = try PipelineOptions.sink(sinkSpec, kafka: kafkaConfig, logger: logger)
         }
-        let replayer = Replayer(source: source, client: client, deadLetters: sink, configuration: config,
-                                metrics: PipelineMetrics(categories: categories.names), logger: logger,
-                                report: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+        let replayer = Replayer(
+            source: source,
+            client: client,
+            deadLetters: sink,
+            configuration: config,
+            metrics: PipelineMetrics(categories: categories.names),
+            logger: logger,
+            report: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+        )
         let printer = MetricsPrinter(metrics: metrics, interval: .seconds(max(1, metricsInterval)))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = dryRun ? [] : [.init(service: printer)]
         if case .kafka(let consumer) = source { services.append(.init(service: consumer)) }
         services.append(.init(service: replayer, successTerminationBehavior: .gracefullyShutdownGroup))
         let started = ContinuousClock.now
-        try await ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+        try await ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        ).run()
         try? await producer?.close()
         let result = replayer.result
         if dryRun {
@@ -137,19 +207,32 @@ struct ReplayCommand: AsyncParsableCommand {
         }
         let unfinished = await replayer.finish()
         printer.printFinal(elapsed: ContinuousClock.now - started)
-        if !unfinished.isEmpty { FileHandle.standardError.write(Data((unfinishedReport(unfinished, sink: sinkSpec) + "\n").utf8)) }
+        if !unfinished.isEmpty {
+            FileHandle.standardError.write(Data((unfinishedReport(unfinished, sink: sinkSpec) + "\n").utf8))
+        }
         if result.failed > 0 || !unfinished.isEmpty { throw ExitCode.failure }
     }
 
-    private func makeSource(_ kafkaConfig: KafkaConfiguration, settings: Settings, logger: Logger) async throws -> Replayer.Source {
+    private func makeSource(
+        _ kafkaConfig: KafkaConfiguration,
+        settings: Settings,
+        logger: Logger
+    ) async throws -> Replayer.Source {
         if from.hasPrefix("file:"), from.count > 5 {
             let path = String(from.dropFirst(5))
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw CLIError.usage("--from: cannot read \(path)") }
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw CLIError.usage("--from: cannot read \(path)")
+            }
             return .file(try LineReader(path: path), totalLines: text.split(separator: "\n").count)
         }
-        guard from.hasPrefix("kafka:"), from.count > 6 else { throw CLIError.usage("--from: expected kafka:TOPIC or file:PATH, got \"\(from)\"") }
-        var consumerConfig = KafkaConsumerConfiguration(kafka: kafkaConfig, groupID: settings.string(group, "replay-group", default: "hubcast-replay"),
-                                                        topics: [String(from.dropFirst(6))])
+        guard from.hasPrefix("kafka:"), from.count > 6 else {
+            throw CLIError.usage("--from: expected kafka:TOPIC or file:PATH, got \"\(from)\"")
+        }
+        var consumerConfig = KafkaConsumerConfiguration(
+            kafka: kafkaConfig,
+            groupID: settings.string(group, "replay-group", default: "hubcast-replay"),
+            topics: [String(from.dropFirst(6))]
+        )
         consumerConfig.bufferCapacity = 2000
         let consumer: KafkaConsumer
         do {
@@ -169,11 +252,17 @@ struct ReplayCommand: AsyncParsableCommand {
         var f = ReplayFilter()
         func time(_ text: String?, _ flag: String) throws(CLIError) -> Double? {
             guard let text else { return nil }
-            guard let t = Timestamp(rfc3339: text) else { throw .usage("--\(flag): \"\(text)\" is not RFC 3339, e.g. 2026-11-22T18:00:00Z") }
+            guard let t = Timestamp(rfc3339: text) else {
+                throw .usage("--\(flag): \"\(text)\" is not RFC 3339, e.g. 2026-11-22T18:00:00Z")
+            }
             return t.epochSeconds
         }
         func list(_ values: [String]) -> Set<String> {
-            Set(values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty })
+            Set(
+                values.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter {
+                    !$0.isEmpty
+                }
+            )
         }
         f.since = try time(since, "since")
         f.until = try time(until, "until")
@@ -191,21 +280,36 @@ struct ReplayCommand: AsyncParsableCommand {
 
     /// What is left and where it is, for the operator who reruns the job.
     private func unfinishedReport(_ u: Replayer.Unfinished, sink: String) -> String {
-        var parts = ["held \(u.held)" + (u.held > 0 ? " (\(u.hubProblem.map { LegibleText.sanitized($0) } ?? "stopped before they were sent"))" : "")]
+        var parts = [
+            "held \(u.held)"
+                + (u.held > 0
+                    ? " (\(u.hubProblem.map { LegibleText.sanitized($0) } ?? "stopped before they were sent"))" : "")
+        ]
         if from.hasPrefix("file:") {
             parts.append("unread \(u.unread)")
             return "replay: not sent: " + parts.joined(separator: ", ")
                 + "; \(u.carried) record\(u.carried == 1 ? "" : "s") written to \(sink): replay --from \(sink) to send the rest"
         }
-        return "replay: not sent: " + parts.joined(separator: ", ") + "; not committed: the next replay of \(from) reads them again"
+        return "replay: not sent: " + parts.joined(separator: ", ")
+            + "; not committed: the next replay of \(from) reads them again"
     }
 
     private func dryRunReport(_ c: ReplayCounts, examples: [String]) -> String {
         let total = c.wouldSendByCategory.values.reduce(0, +)
-        var lines = ["dry run: \(total) send\(total == 1 ? "" : "s") would go out; nothing was sent",
-                     "records read \(c.read): corrupt \(c.corrupt), filtered out \(c.filtered), still invalid \(c.stillInvalid), expired \(c.expired), duplicates \(c.duplicates)"]
-        lines.append("by category: " + c.wouldSendByCategory.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-        lines.append("by reason: " + c.wouldSendByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        var lines = [
+            "dry run: \(total) send\(total == 1 ? "" : "s") would go out; nothing was sent",
+            "records read \(c.read): corrupt \(c.corrupt), filtered out \(c.filtered), still invalid \(c.stillInvalid), expired \(c.expired), duplicates \(c.duplicates)",
+        ]
+        lines.append(
+            "by category: "
+                + c.wouldSendByCategory.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+                    separator: ", "
+                )
+        )
+        lines.append(
+            "by reason: "
+                + c.wouldSendByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        )
         if !examples.isEmpty { lines.append("first records:") }
         lines += examples.map { "  " + $0 }
         return lines.joined(separator: "\n")

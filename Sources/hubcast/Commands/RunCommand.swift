@@ -1,14 +1,14 @@
 import ArgumentParser
 import Broadcast
 import Foundation
+import Health
 import Kafka
 import Logging
 import Metrics
 import NotificationHubs
+import OperationsEndpoint
 import ServiceLifecycle
 import Synchronization
-import Health
-import OperationsEndpoint
 import Telemetry
 
 /// `hubcast run`: the pipeline.
@@ -38,7 +38,11 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var http: HTTPOptions
     @OptionGroup var legacyPrometheus: LegacyPrometheusOptions
 
-    @Flag(name: .long, help: "Skip the start-up check of the hub credentials (for a key without Listen rights) (env HUBCAST_SKIP_HUB_CHECK).")
+    @Flag(
+        name: .long,
+        help:
+            "Skip the start-up check of the hub credentials (for a key without Listen rights) (env HUBCAST_SKIP_HUB_CHECK)."
+    )
     var skipHubCheck = false
 
     func run() async throws {
@@ -50,10 +54,16 @@ struct RunCommand: AsyncParsableCommand {
         var pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
         let quotaTopic = try pipelineOptions.quotaTopic(settings)
         let instance = QuotaSharing.uniqueInstance()
-        let canaryConfig = try canaryOptions.configuration(settings, instance: instance, group: pipelineOptions.groupID(settings))
+        let canaryConfig = try canaryOptions.configuration(
+            settings,
+            instance: instance,
+            group: pipelineOptions.groupID(settings)
+        )
         if let canaryConfig {
             guard categories.category(forTopic: canaryConfig.topic) == nil else {
-                throw CLIError.usage("--canary-topic: \(canaryConfig.topic) is a category's topic; the canary needs a topic of its own")
+                throw CLIError.usage(
+                    "--canary-topic: \(canaryConfig.topic) is a category's topic; the canary needs a topic of its own"
+                )
             }
             pipelineConfig.canaryTopic = canaryConfig.topic
         }
@@ -63,14 +73,20 @@ struct RunCommand: AsyncParsableCommand {
         let metrics = InMemoryMetrics()
         let prometheus = PrometheusMetrics()
         // Prometheus records only when it is scraped: without --http-port, a send pays for one back end.
-        MetricsSystem.bootstrap(endpoint == nil ? metrics : MultiplexMetricsHandler(factories: [metrics, prometheus.factory]))
+        MetricsSystem.bootstrap(
+            endpoint == nil ? metrics : MultiplexMetricsHandler(factories: [metrics, prometheus.factory])
+        )
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(
-                configuration: PipelineService.consumerConfiguration(kafka: kafkaConfig, groupID: pipelineOptions.groupID(settings),
-                                                                     configuration: pipelineConfig),
-                logger: logger)
+                configuration: PipelineService.consumerConfiguration(
+                    kafka: kafkaConfig,
+                    groupID: pipelineOptions.groupID(settings),
+                    configuration: pipelineConfig
+                ),
+                logger: logger
+            )
         } catch {
             throw CLIError.usage("Kafka configuration: \(error)")
         }
@@ -79,40 +95,80 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.unreachable("could not reach Kafka at \(kafkaConfig.bootstrapServers): \(error)")
         }
-        let sender = PipelineService.sender(hub: hubConfig, transport: hubTransport, configuration: pipelineConfig,
-                                            metrics: pipelineMetrics, logger: logger)
-        if !(try settings.bool(skipHubCheck, "skip-hub-check")) { try await HubCheck.verify(sender.client, timeout: timeout) }
+        let sender = PipelineService.sender(
+            hub: hubConfig,
+            transport: hubTransport,
+            configuration: pipelineConfig,
+            metrics: pipelineMetrics,
+            logger: logger
+        )
+        if !(try settings.bool(skipHubCheck, "skip-hub-check")) {
+            try await HubCheck.verify(sender.client, timeout: timeout)
+        }
 
-        let (deadLetters, dlqProducer) = try pipelineOptions.deadLetterSink(settings, kafka: kafkaConfig, logger: logger)
-        let health = HealthMonitor(configuration: HealthState.Configuration(consumes: true), pollTurns: { consumer.pollCount })
+        let (deadLetters, dlqProducer) = try pipelineOptions.deadLetterSink(
+            settings,
+            kafka: kafkaConfig,
+            logger: logger
+        )
+        let health = HealthMonitor(
+            configuration: HealthState.Configuration(consumes: true),
+            pollTurns: { consumer.pollCount }
+        )
         // The quota is the namespace's: every instance sending to it shares it, whatever its group.
         let quotaExchange: KafkaQuotaExchange?
         var quota: QuotaSharing?
         if let topic = quotaTopic {
             do {
-                quotaExchange = try KafkaQuotaExchange(kafka: kafkaConfig, topic: topic, instance: instance, logger: logger)
+                quotaExchange = try KafkaQuotaExchange(
+                    kafka: kafkaConfig,
+                    topic: topic,
+                    instance: instance,
+                    logger: logger
+                )
             } catch {
                 throw CLIError.usage("Kafka configuration: \(error)")
             }
-            quota = quotaExchange.map { QuotaSharing(exchange: $0, instance: instance, hub: hubConfig.connection.baseURL) }
+            quota = quotaExchange.map {
+                QuotaSharing(exchange: $0, instance: instance, hub: hubConfig.connection.baseURL)
+            }
         } else {
             quotaExchange = nil
         }
         var canary: Canary?
         var canaryProducer: KafkaProducer?
         if let canaryConfig {
-            let producer = try await CanaryTopicOption.producer(for: canaryConfig.topic, kafka: kafkaConfig, timeout: timeout, logger: logger)
+            let producer = try await CanaryTopicOption.producer(
+                for: canaryConfig.topic,
+                kafka: kafkaConfig,
+                timeout: timeout,
+                logger: logger
+            )
             canaryProducer = producer
             var telemetryConfig = hubConfig
             telemetryConfig.retry.maxAttempts = 1
-            let telemetry = NotificationHubClient(configuration: telemetryConfig, transport: CurlTransport(configuration: hubTransport, logger: logger),
-                                                  logger: logger)
-            canary = Canary(configuration: canaryConfig,
-                            seams: .live(topic: canaryConfig.topic, producer: producer, consumer: consumer, client: telemetry), logger: logger)
+            let telemetry = NotificationHubClient(
+                configuration: telemetryConfig,
+                transport: CurlTransport(configuration: hubTransport, logger: logger),
+                logger: logger
+            )
+            canary = Canary(
+                configuration: canaryConfig,
+                seams: .live(topic: canaryConfig.topic, producer: producer, consumer: consumer, client: telemetry),
+                logger: logger
+            )
         }
-        let pipeline = PipelineService.pipeline(source: health.watching(consumer), sender: sender, deadLetters: health.watching(deadLetters),
-                                                quota: quota, canary: canary, configuration: pipelineConfig, metrics: pipelineMetrics,
-                                                observer: health.pipelineObserver, logger: logger)
+        let pipeline = PipelineService.pipeline(
+            source: health.watching(consumer),
+            sender: sender,
+            deadLetters: health.watching(deadLetters),
+            quota: quota,
+            canary: canary,
+            configuration: pipelineConfig,
+            metrics: pipelineMetrics,
+            observer: health.pipelineObserver,
+            logger: logger
+        )
 
         let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
         var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -121,8 +177,17 @@ struct RunCommand: AsyncParsableCommand {
         // Likewise: the results of canaries the pipeline finishes while it drains are still written.
         if let canary { extra.append(.init(service: canary)) }
         if let endpoint {
-            extra.append(.init(service: OperationsServer(health: health, host: endpoint.host, port: endpoint.port, logger: logger,
-                                                         exposition: prometheus.exposition)))
+            extra.append(
+                .init(
+                    service: OperationsServer(
+                        health: health,
+                        host: endpoint.host,
+                        port: endpoint.port,
+                        logger: logger,
+                        exposition: prometheus.exposition
+                    )
+                )
+            )
         }
         let started = ContinuousClock.now
         // Shut down in reverse: the pipeline drains and commits, then the consumer leaves its group,
@@ -133,12 +198,17 @@ struct RunCommand: AsyncParsableCommand {
                 .init(service: consumer),
                 .init(service: pipeline, successTerminationBehavior: .gracefullyShutdownGroup),
             ],
-            logger: logger)
+            logger: logger
+        )
         // The engine bounds the drain itself; this is the backstop should anything else hang.
         groupConfig.maximumGracefulShutdownDuration = pipelineConfig.drainTimeout + .seconds(10)
         let group = ServiceGroup(configuration: groupConfig)
-        try await ShutdownSignals.run(group, firstSignal: { [canary] in canary?.stopAsking() }, secondSignal: { pipeline.requestShutdown() },
-                                      logger: logger)
+        try await ShutdownSignals.run(
+            group,
+            firstSignal: { [canary] in canary?.stopAsking() },
+            secondSignal: { pipeline.requestShutdown() },
+            logger: logger
+        )
         try? await dlqProducer?.close()
         try? await canaryProducer?.close(timeout: .seconds(5))
         printer.printFinal(elapsed: ContinuousClock.now - started)
@@ -155,9 +225,13 @@ enum HubCheck {
             case (404, _), (200, _):
                 return
             case (401, _), (403, _):
-                throw CLIError.usage("the hub refused the credentials (HTTP \(error.status ?? 0)): \(error.message); check the connection string and --hub")
+                throw CLIError.usage(
+                    "the hub refused the credentials (HTTP \(error.status ?? 0)): \(error.message); check the connection string and --hub"
+                )
             case (nil, _):
-                throw CLIError.unreachable("could not reach the hub at \(client.configuration.connection.baseURL): \(error.message)")
+                throw CLIError.unreachable(
+                    "could not reach the hub at \(client.configuration.connection.baseURL): \(error.message)"
+                )
             default:
                 throw CLIError.unreachable("the hub answered HTTP \(error.status ?? 0) at start-up: \(error.message)")
             }

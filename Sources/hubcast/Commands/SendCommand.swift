@@ -36,10 +36,19 @@ struct SendCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Audience as a Notification Hubs tag expression, e.g. \"World && !Sports\".")
     var tagExpression: String?
 
-    @Option(name: .long, help: ArgumentHelp("Audience as user names, comma-separated (tags username:<name>).", valueName: "list"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Audience as user names, comma-separated (tags username:<name>).", valueName: "list")
+    )
     var users: String?
 
-    @Option(name: .long, help: ArgumentHelp("The whole news item as JSON (schemas/news-item.schema.json) instead of the flags above.", valueName: "json"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The whole news item as JSON (schemas/news-item.schema.json) instead of the flags above.",
+            valueName: "json"
+        )
+    )
     var json: String?
 
     func run() async throws {
@@ -47,7 +56,9 @@ struct SendCommand: AsyncParsableCommand {
         let logger = try common.bootstrapLogging(settings, label: "hubcast.send")
         let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
         let item = try makeItem()
-        guard let category = item.category ?? category else { throw CLIError.usage("--category: needed to name the notification (\"Breaking <Category> News\")") }
+        guard let category = item.category ?? category else {
+            throw CLIError.usage("--category: needed to name the notification (\"Breaking <Category> News\")")
+        }
         let sends: [PlannedSend]
         do {
             sends = try SendPlanner.plan(item, category: category)
@@ -55,12 +66,21 @@ struct SendCommand: AsyncParsableCommand {
             throw CLIError.usage("--tag-expression", error)
         }
 
-        let client = NotificationHubClient(configuration: hubConfig, transport: CurlTransport(configuration: transportConfig, logger: logger), logger: logger)
+        let client = NotificationHubClient(
+            configuration: hubConfig,
+            transport: CurlTransport(configuration: transportConfig, logger: logger),
+            logger: logger
+        )
         var failures: [SendFailure] = []
         for send in sends {
             do {
-                let result = try await client.sendTemplate(properties: send.properties, tagExpression: send.tagExpression)
-                print("sent to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-"), attempts \(result.attempts), tracking id \(result.trackingID ?? "-")")
+                let result = try await client.sendTemplate(
+                    properties: send.properties,
+                    tagExpression: send.tagExpression
+                )
+                print(
+                    "sent to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-"), attempts \(result.attempts), tracking id \(result.trackingID ?? "-")"
+                )
             } catch {
                 print("failed to \(send.tagExpression): " + LegibleText.sanitized(String(describing: error)))
                 failures.append(error)
@@ -69,7 +89,9 @@ struct SendCommand: AsyncParsableCommand {
         if failures.isEmpty { return }
         // A batch job's last line: how much did not go out, and why (the last failure's reason).
         let last = failures[failures.count - 1]
-        print("not sent: \(failures.count) of \(sends.count) (\(last.reason.name): \(LegibleText.sanitized(last.message)))")
+        print(
+            "not sent: \(failures.count) of \(sends.count) (\(last.reason.name): \(LegibleText.sanitized(last.message)))"
+        )
         if failures.allSatisfy({ $0.status == nil && [FailureReason.transport, .timeout, .tls].contains($0.reason) }) {
             throw CLIError.unreachable("could not reach the hub at \(hubConfig.connection.baseURL)")
         }
@@ -78,7 +100,9 @@ struct SendCommand: AsyncParsableCommand {
 
     private func makeItem() throws -> NewsItem {
         if let json {
-            guard headline == nil else { throw CLIError.usage("--json and --headline are exclusive: give the item one way") }
+            guard headline == nil else {
+                throw CLIError.usage("--json and --headline are exclusive: give the item one way")
+            }
             do {
                 return try NewsItemDecoder().decode(Array(json.utf8), topicCategory: category)
             } catch {
@@ -86,9 +110,17 @@ struct SendCommand: AsyncParsableCommand {
             }
         }
         guard let headline else { throw CLIError.usage("--headline (or --json) is required") }
-        let userList = users.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
-        let item = NewsItem(id: id ?? UUID().uuidString.lowercased(), headline: headline, category: category, url: url,
-                         tagExpression: tagExpression, users: userList)
+        let userList = users.map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        let item = NewsItem(
+            id: id ?? UUID().uuidString.lowercased(),
+            headline: headline,
+            category: category,
+            url: url,
+            tagExpression: tagExpression,
+            users: userList
+        )
         // Through the validator, so flags obey exactly the rules a Kafka message does.
         do {
             return try NewsItemDecoder().decode(item.json)

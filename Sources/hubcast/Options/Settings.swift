@@ -17,13 +17,18 @@ struct Settings {
 
     /// The config file named by `--config` or `HUBCAST_CONFIG`: JSON (`{"brokers": "…", "concurrency": 64}`)
     /// when its name ends in `.json`, else `name = value` lines with `#` comments (the older format, still read).
-    static func load(configPath: String?, environment: [String: String] = ProcessInfo.processInfo.environment) async throws(CLIError) -> Settings {
+    static func load(
+        configPath: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws(CLIError) -> Settings {
         let path = configPath ?? environment["HUBCAST_CONFIG"]
         var providers: [any ConfigProvider] = [Self.hubcastNamed(environment, name: "environment")]
         if let path {
             let lowered = path.lowercased()
             if lowered.hasSuffix(".yaml") || lowered.hasSuffix(".yml") {
-                throw .usage("--config: YAML files are not read; write the same keys as JSON (a .json file) or as `name = value` lines")
+                throw .usage(
+                    "--config: YAML files are not read; write the same keys as JSON (a .json file) or as `name = value` lines"
+                )
             } else if lowered.hasSuffix(".json") {
                 do {
                     providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(path)))
@@ -31,8 +36,12 @@ struct Settings {
                     throw .usage("--config: \(LegibleText.quoted(path)) is not a readable JSON object of settings")
                 }
             } else {
-                providers.append(Self.hubcastNamed(try legacyFile(path).reduce(into: [:]) { $0[environmentName($1.key)] = $1.value },
-                                                   name: "config file"))
+                providers.append(
+                    Self.hubcastNamed(
+                        try legacyFile(path).reduce(into: [:]) { $0[environmentName($1.key)] = $1.value },
+                        name: "config file"
+                    )
+                )
             }
         }
         return Settings(environment: environment, filePath: path, reader: ConfigReader(providers: providers))
@@ -41,9 +50,11 @@ struct Settings {
     /// `HUBCAST_*` variables as keys without the prefix (`HUBCAST_HTTP_PORT` is `http-port`); the
     /// older config files are read the same way, so their text values convert as the environment's do.
     private static func hubcastNamed(_ variables: [String: String], name: String) -> some ConfigProvider {
-        EnvironmentVariablesProvider(environmentVariables: variables,
-                                     secretsSpecifier: .specific(Set(secretNames.map(environmentName))))
-            .prefixKeys(with: "hubcast")
+        EnvironmentVariablesProvider(
+            environmentVariables: variables,
+            secretsSpecifier: .specific(Set(secretNames.map(environmentName)))
+        )
+        .prefixKeys(with: "hubcast")
     }
 
     private static func legacyFile(_ path: String) throws(CLIError) -> [String: String] {
@@ -84,7 +95,11 @@ struct Settings {
 
     /// A repeatable `key=value` setting: the flags, else the comma-separated list in the
     /// environment or the file. `shape` names the expected form in the error for a malformed entry.
-    func pairs(_ flags: [String], _ name: String, shape: String) throws(CLIError) -> [(key: String, value: String, entry: String)] {
+    func pairs(
+        _ flags: [String],
+        _ name: String,
+        shape: String
+    ) throws(CLIError) -> [(key: String, value: String, entry: String)] {
         let entries = flags.isEmpty ? (text(name)?.split(separator: ",").map(String.init) ?? []) : flags
         var pairs: [(key: String, value: String, entry: String)] = []
         for entry in entries {
@@ -118,7 +133,9 @@ struct Settings {
     func double(_ flag: Double?, _ name: String, range: ClosedRange<Double>) throws(CLIError) -> Double? {
         var resolved = flag
         if resolved == nil, let text = string(nil, name) {
-            guard let parsed = Double(text), parsed.isFinite else { throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not a number") }
+            guard let parsed = Double(text), parsed.isFinite else {
+                throw .usage("\(source(of: name)): \(LegibleText.quoted(text)) is not a number")
+            }
             resolved = parsed
         }
         if let resolved, !range.contains(resolved) {
@@ -156,17 +173,21 @@ struct Settings {
     /// `topic` if Kafka would take it as a topic name; `alternatives` ends the error's list of what else is allowed.
     static func topicName(_ topic: String, flag: String, or alternatives: String = "") throws(CLIError) -> String {
         let legal = topic.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F || c == 0x2D
+            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F
+                || c == 0x2D
         }
         guard legal, !topic.isEmpty, topic.utf8.count <= 249, topic != ".", topic != ".." else {
-            throw .usage("--\(flag): \(LegibleText.quoted(topic)) is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)\(alternatives)")
+            throw .usage(
+                "--\(flag): \(LegibleText.quoted(topic)) is not a Kafka topic name (letters, digits, '.', '_', '-'; at most 249)\(alternatives)"
+            )
         }
         return topic
     }
 
     /// Where a setting came from, for error messages.
     func source(of name: String) -> String {
-        environment[Self.environmentName(name)] != nil ? Self.environmentName(name) : "\(name) in \(filePath.map(LegibleText.sanitized) ?? "the config file")"
+        environment[Self.environmentName(name)] != nil
+            ? Self.environmentName(name) : "\(name) in \(filePath.map(LegibleText.sanitized) ?? "the config file")"
     }
 
     static func environmentName(_ name: String) -> String {

@@ -6,8 +6,12 @@ import UnixSignals
 /// the second tells the pipeline to finish at once (finished work still committed), the third
 /// cancels everything. ServiceGroup's own signal handling stops at the first.
 enum ShutdownSignals {
-    static func run(_ group: ServiceGroup, firstSignal: @escaping @Sendable () -> Void = {}, secondSignal: @escaping @Sendable () -> Void,
-                    logger: Logger) async throws {
+    static func run(
+        _ group: ServiceGroup,
+        firstSignal: @escaping @Sendable () -> Void = {},
+        secondSignal: @escaping @Sendable () -> Void,
+        logger: Logger
+    ) async throws {
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             let running = Task { try await group.run() }
@@ -28,7 +32,10 @@ enum ShutdownSignals {
                         firstSignal()
                         await group.triggerGracefulShutdown()
                     case 2:
-                        logger.warning("Second signal: finishing now; finished work is committed", metadata: ["signal": "\(signal)"])
+                        logger.warning(
+                            "Second signal: finishing now; finished work is committed",
+                            metadata: ["signal": "\(signal)"]
+                        )
                         secondSignal()
                     default:
                         logger.warning("Third signal: cancelling", metadata: ["signal": "\(signal)"])

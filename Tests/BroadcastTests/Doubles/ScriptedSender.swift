@@ -40,7 +40,10 @@ final class ScriptedSender: Sender, Sendable {
     /// Records the start (and the waiting continuation, unless cancelled) in one step, then wakes
     /// a test waiting for starts; false if the task was already cancelled.
     @discardableResult
-    private func markStarted(_ send: String, waiting continuation: CheckedContinuation<PipelineEngine<String>.Outcome, Never>?) -> Bool {
+    private func markStarted(
+        _ send: String,
+        waiting continuation: CheckedContinuation<PipelineEngine<String>.Outcome, Never>?
+    ) -> Bool {
         let (registered, woken) = state.withLock { s -> (Bool, CheckedContinuation<Void, Never>?) in
             s.started.append(send)
             var registered = true

@@ -92,5 +92,10 @@ final class ScriptedSource: RecordSource, Sendable {
 }
 
 func message(_ partition: TopicPartition, _ offset: Int64) -> KafkaMessage {
-    KafkaMessage(topic: partition.topic, partition: partition.partition, offset: offset, value: Array("\(partition.partition)/\(offset)".utf8))
+    KafkaMessage(
+        topic: partition.topic,
+        partition: partition.partition,
+        offset: offset,
+        value: Array("\(partition.partition)/\(offset)".utf8)
+    )
 }

@@ -1,6 +1,6 @@
 import Benchmark
-import Foundation
 import Broadcast
+import Foundation
 import Logging
 import Metrics
 import News
@@ -10,9 +10,15 @@ import Telemetry
 // Each benchmark does its operation `scaledIterations` times per measurement, so the allocation
 // counts read per operation; "mallocs per op = 0" is the target for the paths taken per send.
 
-let item = Array(#"{"id":"2026-11-22-quake","headline":"Earthquake of magnitude 6.1 strikes off the coast","category":"World","url":"https://news.example/quake","publishedAt":"2026-11-22T08:00:00Z"}"#.utf8)
+let item = Array(
+    #"{"id":"2026-11-22-quake","headline":"Earthquake of magnitude 6.1 strikes off the coast","category":"World","url":"https://news.example/quake","publishedAt":"2026-11-22T08:00:00Z"}"#
+        .utf8
+)
 let key = "c2VjcmV0LWtleS1mb3ItYmVuY2htYXJrcw=="
-let connection = try! ConnectionString(parsing: "Endpoint=sb://bench.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=\(key)")
+let connection = try! ConnectionString(
+    parsing:
+        "Endpoint=sb://bench.servicebus.windows.net/;SharedAccessKeyName=DefaultFullSharedAccessSignature;SharedAccessKey=\(key)"
+)
 let resource = "https://bench.servicebus.windows.net/hub"
 
 let metricsBackend: InMemoryMetrics = {
@@ -26,7 +32,8 @@ let benchmarks: @Sendable () -> Void = {
         metrics: [.throughput, .wallClock, .mallocCountTotal],
         scalingFactor: .kilo,
         // `make bench-quick` shortens every benchmark through HUBCAST_MICRO_SECONDS.
-        maxDuration: .seconds(Int(ProcessInfo.processInfo.environment["HUBCAST_MICRO_SECONDS"] ?? "") ?? 3))
+        maxDuration: .seconds(Int(ProcessInfo.processInfo.environment["HUBCAST_MICRO_SECONDS"] ?? "") ?? 3)
+    )
 
     Benchmark("SAS token: cached") { benchmark in
         let tokens = TokenProvider(connection: connection)
@@ -37,7 +44,9 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("SAS token: minted") { benchmark in
         for i in benchmark.scaledIterations {
-            blackHole(SASToken(resourceURI: resource, keyName: connection.keyName, key: key, expiry: 1_800_000_000 + Int64(i)))
+            blackHole(
+                SASToken(resourceURI: resource, keyName: connection.keyName, key: key, expiry: 1_800_000_000 + Int64(i))
+            )
         }
     }
 
@@ -63,8 +72,11 @@ let benchmarks: @Sendable () -> Void = {
 
     // The client's whole part of a send, with no socket: cached token, request, answer classified.
     Benchmark("Client: a template send over InMemoryTransport") { benchmark in
-        let hub = NotificationHubClient(configuration: NotificationHubConfiguration(connection: connection, hubName: "hub"),
-                                        transport: InMemoryTransport(status: 201), logger: Logger(label: "bench"))
+        let hub = NotificationHubClient(
+            configuration: NotificationHubConfiguration(connection: connection, hubName: "hub"),
+            transport: InMemoryTransport(status: 201),
+            logger: Logger(label: "bench")
+        )
         let properties = [("messageParam", "Earthquake of magnitude 6.1 strikes off the coast")]
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
