@@ -161,7 +161,9 @@ public final class KafkaConsumer: Service, Sendable {
             }
             let fullFor = fullSince.map { ContinuousClock.now - $0 } ?? .zero
             if pauses.withLock({ $0.shouldHold(buffered: buffered, fullFor: fullFor) }) {
-                // Rebalances wait for the next poll: at most `pauseAfter` longer.
+                // Rebalances wait for the next poll: at most `pauseAfter` longer. The poll thread is
+                // librdkafka's (rebalance callbacks run inside rd_kafka_consumer_poll), not the
+                // cooperative pool's; it looks again every millisecond while the pipeline catches up.
                 usleep(1000)
                 continue
             }

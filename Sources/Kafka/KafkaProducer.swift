@@ -6,6 +6,8 @@ import Synchronization
 public final class KafkaProducer: Sendable {
     private let client: RDKafkaClient
     private let closed = Shared(false)
+    // The handle must outlive the thread serving rd_kafka_poll (its delivery-report callbacks):
+    // close waits for that thread to leave the loop before the handle can go.
     private let pollThreadDone = DispatchSemaphore(value: 0)
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {

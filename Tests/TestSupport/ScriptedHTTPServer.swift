@@ -138,6 +138,8 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
             }
             let response = script(request, index)
             if response.delay > .zero {
+                // The scripted latency itself (a slow hub), on this connection's own thread: what
+                // the test waits for is the answer that follows, never this sleep.
                 Thread.sleep(
                     forTimeInterval: Double(response.delay.components.seconds) + Double(
                         response.delay.components.attoseconds

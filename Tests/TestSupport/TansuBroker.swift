@@ -126,6 +126,8 @@ public final class TansuBroker: @unchecked Sendable {
             try process.run()
             let deadline = ContinuousClock.now + timeout
             while process.isRunning && ContinuousClock.now < deadline && !Self.accepts(port: port) {
+                // Tansu says nothing when it is ready: its port accepting is the event, polled
+                // (this blocks the calling test for Tansu's start, about a second).
                 usleep(20_000)
             }
             if process.isRunning && Self.accepts(port: port) {
@@ -180,6 +182,7 @@ public final class TansuBroker: @unchecked Sendable {
         if process.isRunning {
             process.terminate()
             let deadline = ContinuousClock.now + .seconds(5)
+            // Foundation's Process has no wait with a deadline: poll its exit, then SIGKILL.
             while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()

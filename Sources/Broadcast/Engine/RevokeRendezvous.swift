@@ -9,10 +9,12 @@ import Synchronization
 /// committed: `gaveUp` hears which, and, should the engine complete it later, `answeredLate` hears
 /// the offsets that were not committed (the next owner sends that work again).
 final class RevokeRendezvous: Sendable {
-    /// One blocked revoke; the mutex below guards `offsets`.
-    private final class Waiter: @unchecked Sendable {
+    /// One blocked revoke. Its offsets are set under the rendezvous's lock, then its semaphore
+    /// signalled; a lock of its own lets the compiler check that.
+    private final class Waiter: Sendable {
+        // librdkafka's rebalance callback must not return before the commit: it blocks here.
         let done = DispatchSemaphore(value: 0)
-        var offsets: [TopicPartitionOffset] = []
+        let offsets = Mutex<[TopicPartitionOffset]>([])
     }
 
     private struct State {
@@ -45,14 +47,14 @@ final class RevokeRendezvous: Sendable {
         let waiter = Waiter()
         let registered = state.withLock { s -> Result<Int, Never>? in
             if let leftover = s.leftover {
-                waiter.offsets = leftover
+                waiter.offsets.withLock { $0 = leftover }
                 return nil
             }
             s.nextID += 1
             s.waiting[s.nextID] = waiter
             return .success(s.nextID)
         }
-        guard case .success(let id) = registered else { return state.withLock { _ in waiter.offsets } }
+        guard case .success(let id) = registered else { return waiter.offsets.withLock { $0 } }
         post(id)
         let answered = waiter.done.wait(timeout: .now() + .milliseconds(Int(timeout.inMilliseconds))) == .success
         let offsets = state.withLock { s -> [TopicPartitionOffset]? in
@@ -63,7 +65,7 @@ final class RevokeRendezvous: Sendable {
                 return nil
             }
             s.waiting[id] = nil
-            return waiter.offsets
+            return waiter.offsets.withLock { $0 }
         }
         guard let offsets else {
             gaveUp(partitions)
@@ -76,7 +78,7 @@ final class RevokeRendezvous: Sendable {
         let (waiter, late) = state.withLock { s -> (Waiter?, Bool) in
             if s.gaveUp.remove(id) != nil { return (nil, true) }
             guard let waiter = s.waiting.removeValue(forKey: id) else { return (nil, false) }
-            waiter.offsets = offsets
+            waiter.offsets.withLock { $0 = offsets }
             return (waiter, false)
         }
         if late, !offsets.isEmpty { answeredLate(offsets) }
@@ -89,7 +91,7 @@ final class RevokeRendezvous: Sendable {
             s.leftover = leftover
             defer { s.waiting.removeAll() }
             return s.waiting.values.map { waiter in
-                waiter.offsets = []
+                waiter.offsets.withLock { $0 = [] }
                 return waiter
             }
         }

@@ -4,6 +4,12 @@ import Logging
 import Synchronization
 
 /// Owns one `rd_kafka_t` handle; the only place (with `RDKafkaMockCluster`) that calls librdkafka.
+///
+/// Unchecked: the handle is a C pointer, which the compiler cannot see shared safely. It is:
+/// librdkafka's calls are thread-safe, and `lifecycle` keeps every call before `destroy` (calls
+/// after it throw). The one other mutable field, `topicNames`, is touched only by the poll thread
+/// (`nextMessage`). Exercised from many threads at once by `ConsumerGroupTests` and the
+/// multi-instance tests; the thread sanitizer cannot run it (librdkafka's C11 threads escape it).
 final class RDKafkaClient: @unchecked Sendable {
     enum Role { case consumer, producer }
 
@@ -17,14 +23,31 @@ final class RDKafkaClient: @unchecked Sendable {
         case nothing
     }
 
-    // Mutable only before the handle exists; librdkafka serialises its own callbacks.
-    final class Callbacks: @unchecked Sendable {
+    /// What librdkafka's callbacks reach through the handle's opaque pointer.
+    final class Callbacks: Sendable {
+        private struct Owner { weak var client: RDKafkaClient? }
+
         let logger: Logger
-        var onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])?
-        var onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)?
-        // The rebalance callback must assign through the client that owns the handle.
-        weak var client: RDKafkaClient?
-        init(logger: Logger) { self.logger = logger }
+        let onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])?
+        let onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)?
+        // Set once the handle exists; the rebalance callback must assign through the client
+        // that owns the handle.
+        private let owner = Mutex(Owner())
+
+        init(
+            logger: Logger,
+            onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])?,
+            onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)?
+        ) {
+            self.logger = logger
+            self.onRebalance = onRebalance
+            self.onRevokeCommitFailed = onRevokeCommitFailed
+        }
+
+        var client: RDKafkaClient? {
+            get { owner.withLock { $0.client } }
+            set { owner.withLock { $0.client = newValue } }
+        }
     }
 
     private let handle: OpaquePointer
@@ -52,9 +75,7 @@ final class RDKafkaClient: @unchecked Sendable {
                 )
             }
         }
-        let callbacks = Callbacks(logger: logger)
-        callbacks.onRebalance = onRebalance
-        callbacks.onRevokeCommitFailed = onRevokeCommitFailed
+        let callbacks = Callbacks(logger: logger, onRebalance: onRebalance, onRevokeCommitFailed: onRevokeCommitFailed)
         rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(callbacks).toOpaque())
         rd_kafka_conf_set_log_cb(conf, rdLogCallback)
         rd_kafka_conf_set_error_cb(conf, rdErrorCallback)
@@ -84,6 +105,10 @@ final class RDKafkaClient: @unchecked Sendable {
                 rd_kafka_destroy(handle)
                 return
             case .waitForUsers:
+                // rd_kafka_destroy must not run while another thread is inside a librdkafka call
+                // (a lag read, a pause), and it blocks, so the last of those calls cannot run it
+                // on the cooperative pool: this thread (the consumer's own) waits, a call being
+                // well under a millisecond.
                 usleep(1000)
             case .nothing:
                 return
@@ -430,7 +455,7 @@ final class RDKafkaClient: @unchecked Sendable {
 }
 
 /// Resumes the Swift continuation stored as a produced message's opaque pointer.
-final class DeliveryBox: @unchecked Sendable {
+final class DeliveryBox: Sendable {
     let continuation: CheckedContinuation<DeliveryReport, any Error>
     let topic: String
     init(_ continuation: CheckedContinuation<DeliveryReport, any Error>, topic: String) {

@@ -4,6 +4,11 @@ import Logging
 import Synchronization
 
 /// Owns the curl multi handle and the thread that drives it; the only code that calls libcurl.
+///
+/// Unchecked: other threads touch only `inbox` (a Mutex), the atomics and `curl_multi_wakeup`
+/// (libcurl's one call documented as safe from any thread); the multi handle, `active`, the idle
+/// handles and the header lists belong to the loop thread alone. Exercised by `ClientTests`
+/// (200 concurrent sends, cancellation mid-transfer).
 final class CurlEventLoop: @unchecked Sendable {
     private struct Inbox {
         var submitted: [Transfer] = []
@@ -18,6 +23,8 @@ final class CurlEventLoop: @unchecked Sendable {
     private let logger: Logger
     private let inbox = Mutex(Inbox())
     private let opened = Atomic<Int>(0)
+    // `stop` waits for the loop thread to leave curl_multi_poll and fail what is in flight: the
+    // multi handle must not be cleaned up under it.
     private let finished = DispatchSemaphore(value: 0)
     private let stopped = Atomic<Bool>(false)
     // True while the loop thread is in (or about to enter) `curl_multi_poll`. A submitter wakes it

@@ -46,7 +46,11 @@ public final class CurlTransport: HTTPTransport {
     public func shutdown() { for loop in loops { loop.stop() } }
 }
 
-/// One request on its way through the loop. Its fields belong to the loop thread once submitted.
+/// One request on its way through the loop.
+///
+/// Unchecked: its mutable fields are set by the submitter before `submit` (whose inbox lock hands
+/// them over) and touched afterwards only by the loop thread, which resumes the continuation once,
+/// in `finish`; `cancelRequested` is atomic for the cancelling task. Exercised by `ClientTests`.
 final class Transfer: @unchecked Sendable {
     let request: HTTPRequest
     var continuation: UnsafeContinuation<Result<HTTPResponse, TransportError>, Never>?
