@@ -64,12 +64,15 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Text formats several modules write or check: tag syntax, JSON and RFC 3339 writers,
+        // legible quoting of input in errors. No dependencies.
+        .target(name: "TextFormats"),
         // Azure Notification Hubs: connection strings, SAS tokens, libcurl transport, tag
         // expressions, retry policy, the client.
         .target(
             name: "NotificationHubs",
             dependencies: [
-                "CCurl", "COpenSSL",
+                "CCurl", "COpenSSL", "TextFormats",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -77,7 +80,7 @@ let package = Package(
         .target(
             name: "Broadcast",
             dependencies: [
-                "News", "NotificationHubs", "Kafka", "Telemetry",
+                "News", "NotificationHubs", "Kafka", "Telemetry", "TextFormats",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -88,7 +91,7 @@ let package = Package(
         .target(
             name: "HubEmulator",
             dependencies: [
-                "News", "NotificationHubs",
+                "News", "TextFormats", "NotificationHubs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -139,7 +142,7 @@ let package = Package(
             ]
         ),
         // The news item: schema, decoding, validation, category ↔ topic mapping.
-        .target(name: "News", dependencies: ["NotificationHubs"]),
+        .target(name: "News", dependencies: ["TextFormats"]),
         // Publishing news items to their category topics (`hubcast produce`).
         .target(
             name: "Newsroom",
@@ -153,7 +156,7 @@ let package = Package(
         .target(
             name: "Backend",
             dependencies: [
-                "Kafka", "News", "Newsroom", "NotificationHubs",
+                "Kafka", "TextFormats", "News", "Newsroom", "NotificationHubs",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -172,7 +175,7 @@ let package = Package(
             name: "hubcast",
             dependencies: [
                 "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Health",
-                "OperationsEndpoint", "Demo", "Replay", "Backend",
+                "OperationsEndpoint", "Demo", "Replay", "Backend", "TextFormats",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -192,7 +195,7 @@ let package = Package(
         .testTarget(
             name: "BroadcastTests",
             dependencies: [
-                "Broadcast", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
+                "Broadcast", "TextFormats", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -205,10 +208,13 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
-        .testTarget(name: "NotificationHubsTests", dependencies: ["NotificationHubs", "News", "CCurl", "TestSupport"]),
+        .testTarget(
+            name: "NotificationHubsTests",
+            dependencies: ["NotificationHubs", "TextFormats", "News", "CCurl", "TestSupport"]
+        ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Kafka", "News", "NotificationHubs", "HubEmulator", "TestSupport"],
+            dependencies: ["Kafka", "TextFormats", "News", "NotificationHubs", "HubEmulator", "TestSupport"],
             exclude: ["Help"]
         ),
         .testTarget(

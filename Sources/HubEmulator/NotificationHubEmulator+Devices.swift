@@ -1,6 +1,7 @@
 import Foundation
 import News
 import NotificationHubs
+import TextFormats
 
 extension NotificationHubEmulator {
     static let maxTagsPerDevice = 60

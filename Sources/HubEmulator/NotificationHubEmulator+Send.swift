@@ -1,6 +1,7 @@
 import Foundation
 import News
 import NotificationHubs
+import TextFormats
 
 extension NotificationHubEmulator {
     /// NH's request limit.

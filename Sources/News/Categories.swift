@@ -1,4 +1,4 @@
-import NotificationHubs
+import TextFormats
 
 /// The news categories and the Kafka topic of each: `<prefix><category lowercased>` unless overridden.
 public struct Categories: Sendable, Equatable {

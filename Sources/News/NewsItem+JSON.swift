@@ -1,4 +1,4 @@
-import NotificationHubs
+import TextFormats
 
 extension NewsItem {
     /// The item as the JSON the schema describes (what `hubcast produce` publishes from flags).

@@ -1,4 +1,4 @@
-import NotificationHubs
+import TextFormats
 
 /// Decodes and validates a news item exactly as schemas/news-item.schema.json specifies.
 public struct NewsItemDecoder: Sendable {

@@ -1,4 +1,4 @@
-import NotificationHubs
+import TextFormats
 
 /// An RFC 3339 date-time, kept as written and as seconds since the epoch.
 public struct Timestamp: Sendable, Equatable {

@@ -108,7 +108,7 @@ public struct NewsPublisher: Sendable {
         // The audience is checked as `hubcast run` will check it, so an item the pipeline would
         // dead-letter (a malformed or crafted `tagExpression`) never reaches the topic.
         do throws(TagExpression.Invalid) {
-            _ = try Audience(for: item, category: category)
+            _ = try Audience(users: item.users, expression: item.tagExpression, orTag: category)
         } catch {
             throw NewsItemError(kind: .schema, field: "tagExpression", reason: error.detail)
         }

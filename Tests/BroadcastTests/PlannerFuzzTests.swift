@@ -3,6 +3,7 @@ import News
 import NotificationHubs
 import TestSupport
 import Testing
+import TextFormats
 
 /// Nothing a message holds can crash the decoder or the planner: each ends as sends or a typed error.
 @Suite struct PlannerFuzzTests {

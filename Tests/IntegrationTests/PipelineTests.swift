@@ -4,6 +4,7 @@ import News
 import NotificationHubs
 import TestSupport
 import Testing
+import TextFormats
 
 /// `hubcast run` (the real binary) against `hubcast dev-broker` and `hubcast emulator`.
 @Suite(.serialized) struct PipelineTests {

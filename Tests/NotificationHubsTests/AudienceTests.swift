@@ -1,5 +1,6 @@
 import News
 import Testing
+import TextFormats
 
 @testable import NotificationHubs
 
@@ -91,8 +92,7 @@ import Testing
 @Suite struct AudienceTests {
     @Test func fortyFiveUsersBecomeThreeSendsReachingTheSameAudience() throws {
         let users = (1...45).map { "user\($0)" }
-        let item = NewsItem(id: "x", headline: "h", users: users)
-        let audience = try Audience(for: item, category: "World")
+        let audience = try Audience(users: users, expression: nil, orTag: "World")
         #expect(audience.expressions.count == 3)
         var union = Set<String>()
         for expression in audience.expressions {
@@ -104,11 +104,11 @@ import Testing
     }
 
     @Test func categoryTagOrTagExpressionOrUsers() throws {
-        #expect(try Audience(for: NewsItem(id: "a", headline: "h"), category: "World").expressions == ["World"])
+        #expect(try Audience(users: nil, expression: nil, orTag: "World").expressions == ["World"])
         #expect(
-            try Audience(for: NewsItem(id: "a", headline: "h", tagExpression: "Politics&&!Sports"), category: "World")
-                .expressions
-                == ["Politics && !Sports"]
+            try Audience(users: nil, expression: "Politics&&!Sports", orTag: "World").expressions == [
+                "Politics && !Sports"
+            ]
         )
         let longOr = (1...30).map { "t\($0)" }.joined(separator: "||")
         #expect(try Audience(expression: longOr).expressions.count == 2)

@@ -1,5 +1,6 @@
 import News
 import Testing
+import TextFormats
 
 @testable import NotificationHubs
 
@@ -17,7 +18,7 @@ import Testing
         #expect(throws: Self.tooDeep) { try TagExpression(parsing: text) }
         #expect(throws: Self.tooDeep) { try Audience(expression: text) }
         #expect(throws: Self.tooDeep) {
-            try Audience(for: NewsItem(id: "p", headline: "h", tagExpression: text), category: "World")
+            try Audience(users: nil, expression: text, orTag: "World")
         }
         #expect(Self.tooDeep.description == "tag expression: nests '(' and '!' more than 64 levels deep at column 65")
     }

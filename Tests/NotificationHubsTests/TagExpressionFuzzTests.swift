@@ -1,6 +1,7 @@
 import News
 import TestSupport
 import Testing
+import TextFormats
 
 @testable import NotificationHubs
 

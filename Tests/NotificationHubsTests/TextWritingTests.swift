@@ -2,6 +2,7 @@ import CCurl
 import Foundation
 import News
 import Testing
+import TextFormats
 
 @testable import NotificationHubs
 

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import News
 import NotificationHubs
+import TextFormats
 
 /// Seed 003's `POST /api/notifications` and seed 001's `GET /api/notifications/{id}`.
 extension BackendAPI {

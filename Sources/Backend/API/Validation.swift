@@ -1,6 +1,7 @@
 import Foundation
 import News
 import NotificationHubs
+import TextFormats
 
 /// The platforms seed 003's `PUT /api/register/{id}` names, and each one's handle shape.
 public enum DevicePlatform: String, Sendable, CaseIterable {

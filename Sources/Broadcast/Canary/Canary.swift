@@ -6,6 +6,7 @@ import News
 import NotificationHubs
 import ServiceLifecycle
 import Synchronization
+import TextFormats
 
 /// The canary: a synthetic breaking item that proves the path from Kafka to the devices works.
 ///

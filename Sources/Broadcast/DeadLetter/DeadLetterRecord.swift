@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import News
 import NotificationHubs
+import TextFormats
 
 /// A send (or a message) that will not be delivered, with everything needed to replay it
 /// (schemas/dead-letter.schema.json).

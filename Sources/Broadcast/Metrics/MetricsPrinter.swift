@@ -4,6 +4,7 @@ import News
 import NotificationHubs
 import ServiceLifecycle
 import Telemetry
+import TextFormats
 
 /// Prints the pipeline's metrics as one JSON object per line on stdout, every interval and once
 /// more at shutdown (schemas/metrics.schema.json).

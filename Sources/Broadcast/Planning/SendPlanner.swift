@@ -17,7 +17,7 @@ public enum SendPlanner {
     /// One send per audience expression (a long `users` list becomes several); throws for an
     /// invalid tag expression, before anything touches the network.
     public static func plan(_ item: NewsItem, category: String) throws(TagExpression.Invalid) -> [PlannedSend] {
-        let audience = try Audience(for: item, category: category)
+        let audience = try Audience(users: item.users, expression: item.tagExpression, orTag: category)
         let properties = TemplateProperties.build(for: item, category: category)
         return audience.expressions.map { PlannedSend(tagExpression: $0, properties: properties) }
     }

@@ -2,6 +2,7 @@ import Metrics
 import News
 import NotificationHubs
 import Synchronization
+import TextFormats
 
 /// What the emulator did with each notification, for `/_emulator/deliveries` and `/_emulator/stats`.
 public final class DeliveryLog: Sendable {

@@ -1,5 +1,6 @@
 import News
 import NotificationHubs
+import TextFormats
 
 extension CompiledTemplate {
     /// Renders with the send's properties (names matched case-insensitively; absent ones are empty).

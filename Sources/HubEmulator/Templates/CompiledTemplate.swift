@@ -1,5 +1,6 @@
 import News
 import NotificationHubs
+import TextFormats
 
 /// A JSON template body compiled once at registration, rendered per send.
 ///

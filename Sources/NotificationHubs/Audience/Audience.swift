@@ -17,6 +17,18 @@ public struct Audience: Sendable, Equatable {
         }
     }
 
+    /// A send's audience as the sample backend tags devices: the given users (each device
+    /// registered by a user carries `username:<name>`), else `expression`, else the one `tag`.
+    public init(users: [String]?, expression: String?, orTag tag: String) throws(TagExpression.Invalid) {
+        if let users {
+            self.init(orOf: users.map { "username:" + $0 })
+        } else if let expression {
+            try self.init(expression: expression)
+        } else {
+            self.init(orOf: [tag])
+        }
+    }
+
     /// Tags joined by `||`, in chunks of at most 20.
     public init(orOf tags: [String]) {
         var chunks: [String] = []

@@ -1,3 +1,5 @@
+import TextFormats
+
 /// Recursive descent over NH's grammar; precedence `!` > `&&` > `||`.
 ///
 /// Recursion happens only at `(`, and every `(` and `!` counts against `TagExpression.maxNesting`,

@@ -1,3 +1,5 @@
+import TextFormats
+
 /// A Notification Hubs connection string; its `description` never shows the key.
 public struct ConnectionString: Sendable, CustomStringConvertible {
     /// The namespace endpoint as given, e.g. `sb://newsroom.servicebus.windows.net/`.

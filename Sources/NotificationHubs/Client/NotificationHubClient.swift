@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TextFormats
 
 /// Sends notifications to one hub and manages its registrations and installations.
 ///

@@ -1,3 +1,5 @@
+import TextFormats
+
 /// Exponential backoff with full jitter, honouring `Retry-After`.
 public struct RetryPolicy: Sendable, Equatable {
     /// Attempts in all, the first included.

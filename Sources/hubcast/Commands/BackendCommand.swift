@@ -7,6 +7,7 @@ import News
 import Newsroom
 import NotificationHubs
 import ServiceLifecycle
+import TextFormats
 
 /// `hubcast backend`: the app backend (seeds 001–003).
 struct BackendCommand: AsyncParsableCommand {

@@ -11,6 +11,7 @@ import NotificationHubs
 import OperationsEndpoint
 import ServiceLifecycle
 import Telemetry
+import TextFormats
 
 /// `hubcast backend [serve]`: the HTTP API, its store, and the consumer that keeps secure payloads.
 struct BackendServeCommand: AsyncParsableCommand {

@@ -4,6 +4,7 @@ import Kafka
 import News
 import Newsroom
 import NotificationHubs
+import TextFormats
 
 /// `hubcast produce`: publish news items to their category topics.
 struct ProduceCommand: AsyncParsableCommand {

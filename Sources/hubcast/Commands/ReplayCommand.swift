@@ -10,6 +10,7 @@ import NotificationHubs
 import Replay
 import ServiceLifecycle
 import Telemetry
+import TextFormats
 
 /// `hubcast replay`: re-send what was dead-lettered, once the cause is fixed.
 struct ReplayCommand: AsyncParsableCommand {

@@ -3,6 +3,7 @@ import Broadcast
 import Foundation
 import News
 import NotificationHubs
+import TextFormats
 
 /// `hubcast send`: one item, now, through the same client and retry path as the pipeline.
 struct SendCommand: AsyncParsableCommand {

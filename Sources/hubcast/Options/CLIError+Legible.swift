@@ -1,4 +1,5 @@
 import NotificationHubs
+import TextFormats
 
 extension CLIError {
     /// Exit 2 for a setting whose value a library refused, its reason made legible: library errors

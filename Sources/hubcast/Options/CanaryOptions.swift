@@ -3,6 +3,7 @@ import Broadcast
 import Kafka
 import Logging
 import NotificationHubs
+import TextFormats
 
 /// The canary's topic, shared by `run` and `canary`.
 struct CanaryTopicOption: ParsableArguments {

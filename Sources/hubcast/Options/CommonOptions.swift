@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import NotificationHubs
+import TextFormats
 
 /// Options every command has: the config file and the log level.
 struct CommonOptions: ParsableArguments {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NotificationHubs
+import TextFormats
 
 /// How to reach the hub: shared by every command that sends.
 struct HubOptions: ParsableArguments {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Kafka
 import NotificationHubs
+import TextFormats
 
 /// How to reach Kafka: shared by every command that consumes or produces.
 struct KafkaOptions: ParsableArguments {

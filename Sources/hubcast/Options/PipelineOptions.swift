@@ -5,6 +5,7 @@ import Kafka
 import Logging
 import News
 import NotificationHubs
+import TextFormats
 
 /// How the pipeline consumes, sends and reports: `hubcast run` and `hubcast demo`.
 struct PipelineOptions: ParsableArguments {

@@ -2,6 +2,7 @@ import Configuration
 import Foundation
 import NotificationHubs
 import SystemPackage
+import TextFormats
 
 /// Resolves a setting from its flag, then `HUBCAST_<NAME>`, then the config file, through
 /// apple/swift-configuration: the flag comes first (swift-argument-parser parsed it), then a
