@@ -111,7 +111,14 @@ let package = Package(
             ]
         ),
         // What the probes answer (alive, ready), from events the consumer, pipeline and sink report.
-        .target(name: "Health", dependencies: ["Kafka", "Broadcast"]),
+        .target(
+            name: "Health",
+            dependencies: [
+                "Kafka", "Broadcast",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The optional HTTP port for orchestrators: /healthz, /readyz, /metrics. The only HTTP server
         // the pipeline's process runs.
         .target(

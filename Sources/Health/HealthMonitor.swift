@@ -31,8 +31,17 @@ public final class HealthMonitor: Sendable {
     public func hubAvailable() { state.withLock { $0.hubAvailable() } }
     public func deadLetterWriteFailed(reason: String) { state.withLock { $0.deadLetterWriteFailed(reason: reason) } }
     public func deadLetterWritten() { state.withLock { $0.deadLetterWritten() } }
-    public func storeFailed(reason: String) { state.withLock { $0.storeFailed(reason: reason) } }
-    public func storeAnswered() { state.withLock { $0.storeAnswered() } }
+    public func dependencyFailed(_ name: String, reason: String) {
+        state.withLock { $0.dependencyFailed(name, reason: reason) }
+    }
+    public func dependencyAnswered(_ name: String) { state.withLock { $0.dependencyAnswered(name) } }
+
+    /// Hears a `PingWatch`'s answers about the dependency called `name`.
+    public func watching(_ name: String) -> @Sendable (String?) -> Void {
+        { [self] failure in
+            if let failure { dependencyFailed(name, reason: failure) } else { dependencyAnswered(name) }
+        }
+    }
 
     public func liveness() -> HealthState.Verdict {
         let now = self.now

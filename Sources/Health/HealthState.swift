@@ -6,7 +6,8 @@ import Kafka
 ///
 /// Alive: the consumer's poll loop turned within `pollStallLimit` (librdkafka's loop turns every
 /// 100 ms even when idle, so a longer stop means a hung thread). Ready: this process can do its
-/// work now: alive, the dead-letter sink storing records, the store answering (the backend). A
+/// work now: alive, what it depends on answering (Kafka for `run`, the store for the backend),
+/// the dead-letter sink storing records. A
 /// member without partitions is ready (a rollout's surge pod, a group with more members than
 /// partitions): it takes its share at the next rebalance. The hub's state is said in both bodies
 /// but decides neither: an outage is the hub's, and an unready fleet would only block rollouts
@@ -15,8 +16,9 @@ public struct HealthState: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
         /// Whether there is a consumer whose poll loop and partitions count (`run`: yes; the emulator: no).
         public var consumes: Bool
-        /// Whether a store must answer for the process to be ready (the backend).
-        public var usesStore = false
+        /// What must answer for the process to be ready, each asked by a `PingWatch`: "kafka"
+        /// (`run`), "store" (the backend). Not ready until each has answered once.
+        public var dependencies: [String] = []
         /// A poll loop that has not turned for this long is taken as hung. Generous: a liveness
         /// failure restarts the process, which costs a rebalance.
         public var pollStallLimit: Duration = .seconds(30)
@@ -52,7 +54,8 @@ public struct HealthState: Sendable, Equatable {
     private var joining = true
     private var hubUnavailableReason: String?
     private var deadLetterFailure: String?
-    private var storeFailure: String?
+    /// Why each dependency that is not answering is not (absent: it answered last time).
+    private var dependencyFailures: [String: String] = [:]
     private var pollTurns: UInt64?
     private var lastPollProgressAt: Duration
 
@@ -60,8 +63,8 @@ public struct HealthState: Sendable, Equatable {
     public init(configuration: Configuration, now: Duration) {
         self.configuration = configuration
         lastPollProgressAt = now
-        // Ready once the store has answered, not before it was asked.
-        if configuration.usesStore { storeFailure = "not checked yet" }
+        // Ready once each has answered, not before it was asked.
+        for name in configuration.dependencies { dependencyFailures[name] = "not checked yet" }
     }
 
     // MARK: Events
@@ -102,12 +105,12 @@ public struct HealthState: Sendable, Equatable {
         deadLetterFailure = nil
     }
 
-    public mutating func storeFailed(reason: String) {
-        storeFailure = reason
+    public mutating func dependencyFailed(_ name: String, reason: String) {
+        dependencyFailures[name] = reason
     }
 
-    public mutating func storeAnswered() {
-        storeFailure = nil
+    public mutating func dependencyAnswered(_ name: String) {
+        dependencyFailures[name] = nil
     }
 
     // MARK: Verdicts
@@ -131,10 +134,10 @@ public struct HealthState: Sendable, Equatable {
     /// `GET /readyz`: alive, and able to do its work now.
     public func readiness(now: Duration) -> Verdict {
         var checks = liveness(now: now).checks
-        if configuration.usesStore {
+        for name in configuration.dependencies {
             checks.append(
-                storeFailure.map { Check(name: "store", passed: false, detail: "not answering: \($0)") }
-                    ?? Check(name: "store", passed: true, detail: "answering")
+                dependencyFailures[name].map { Check(name: name, passed: false, detail: "not answering: \($0)") }
+                    ?? Check(name: name, passed: true, detail: "answering")
             )
         }
         guard configuration.consumes else { return Verdict(checks: checks) }

@@ -65,18 +65,34 @@ import Testing
 
     @Test func aStoreThatDoesNotAnswerMakesTheBackendUnready() {
         var config = HealthState.Configuration(consumes: false)
-        config.usesStore = true
+        config.dependencies = ["store"]
         var state = HealthState(configuration: config, now: .zero)
         #expect(
             state.readiness(now: .zero).reasons == ["store: not answering: not checked yet"],
             "not ready before the store was asked"
         )
-        state.storeAnswered()
+        state.dependencyAnswered("store")
         #expect(state.readiness(now: .zero).healthy)
-        state.storeFailed(reason: "connection refused")
+        state.dependencyFailed("store", reason: "connection refused")
         #expect(state.readiness(now: .zero).reasons == ["store: not answering: connection refused"])
         #expect(state.liveness(now: .zero).healthy, "alive all the same")
-        state.storeAnswered()
+        state.dependencyAnswered("store")
+        #expect(state.readiness(now: .zero).healthy)
+    }
+
+    /// `run` is ready once a broker has answered, and not while none does; partitions or not.
+    @Test func kafkaNotAnsweringMakesRunUnready() {
+        var config = HealthState.Configuration(consumes: true)
+        config.dependencies = ["kafka"]
+        var state = HealthState(configuration: config, now: .zero)
+        state.polled(turns: 1, now: .zero)
+        #expect(state.readiness(now: .zero).reasons == ["kafka: not answering: not checked yet"])
+        state.dependencyAnswered("kafka")
+        #expect(state.readiness(now: .zero).healthy, "ready without partitions: joining")
+        state.dependencyFailed("kafka", reason: "no answer for 5 s")
+        #expect(state.readiness(now: .zero).reasons == ["kafka: not answering: no answer for 5 s"])
+        #expect(state.liveness(now: .zero).healthy, "alive all the same: a restart would not bring Kafka back")
+        state.dependencyAnswered("kafka")
         #expect(state.readiness(now: .zero).healthy)
     }
 

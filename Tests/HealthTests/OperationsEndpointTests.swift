@@ -30,9 +30,9 @@ import Testing
 
     @Test func probesAnswer200WithTheirChecksAnd503WithTheReason() async throws {
         var config = HealthState.Configuration(consumes: true)
-        config.usesStore = true
+        config.dependencies = ["store"]
         let health = HealthMonitor(configuration: config, pollTurns: Self.turning())
-        health.storeAnswered()
+        health.dependencyAnswered("store")
         try await Self.app(health).test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { response in
                 #expect(response.status == .ok)
@@ -42,7 +42,7 @@ import Testing
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType] == "application/json")
             }
-            health.storeFailed(reason: "connection refused")
+            health.dependencyFailed("store", reason: "connection refused")
             try await client.execute(uri: "/readyz", method: .get) { response in
                 #expect(response.status == .serviceUnavailable)
                 let body = Self.body(response)
@@ -51,7 +51,7 @@ import Testing
                 let store = (body["checks"] as? [String: Any])?["store"] as? [String: Any]
                 #expect(store?["passed"] as? Bool == false)
             }
-            health.storeAnswered()
+            health.dependencyAnswered("store")
             // The hub's outage is said, and decides nothing: not the process's death, nor a reason
             // to hold a rollout or a drain.
             health.hubUnavailable(reason: "connection refused")

@@ -41,11 +41,12 @@ import Testing
             ["--http-port", String(port), "--concurrency", "8", "--request-timeout", "2"],
             exitWhenIdle: nil
         )
-        // Up: alive, ready (joining or owning its partitions), and the metrics in Prometheus text.
+        // Up: alive, ready (a broker answered; joining or owning its partitions), and the metrics in
+        // Prometheus text. Readiness waits for Kafka's first answer, a few milliseconds after start.
         let alive = try await Self.waitFor(base + "/healthz") { $0.status == 200 }
         #expect(Self.json(alive?.body ?? "")["healthy"] as? Bool == true, "\(String(describing: alive))")
-        let ready = try await Self.get(base + "/readyz")
-        #expect(ready.status == 200, "\(ready.body)")
+        let ready = try await Self.waitFor(base + "/readyz") { $0.status == 200 }
+        #expect(ready != nil, "never ready with Kafka up")
         try await h.waitForDeliveries(100)
         let metrics = try await Self.get(base + "/metrics")
         #expect(metrics.status == 200)
@@ -83,6 +84,32 @@ import Testing
         let result = await run.finish()
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
         #expect(Set(try await h.deliveries().map(\.headline)) == Set((0..<2000).map { "Headline \($0)" }))
+    }
+
+    /// Ready means connected to Kafka: with every broker stopped, /readyz says so (503) while
+    /// /healthz stays 200 (a restart would not bring Kafka back); once the broker answers, ready.
+    @Test func kafkaOutOfReachMakesItUnreadyButAlive() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await h.produce(0..<100)
+        let port = freeLoopbackPort()
+        let base = "http://127.0.0.1:\(port)"
+        let run = try h.startRun(["--http-port", String(port), "--concurrency", "8"], exitWhenIdle: nil)
+        let ready = try await Self.waitFor(base + "/readyz") { $0.status == 200 }
+        #expect(ready != nil, "never ready with Kafka up")
+        try await h.waitForDeliveries(100)
+        kill(h.broker.server.process.processIdentifier, SIGSTOP)
+        let unready = try await Self.waitFor(base + "/readyz") { $0.status == 503 }
+        let alive = try await Self.get(base + "/healthz")
+        kill(h.broker.server.process.processIdentifier, SIGCONT)
+        let answer = try #require(unready, "/readyz stayed 200 with the broker stopped")
+        let reasons = Self.json(answer.body)["reasons"] as? [String] ?? []
+        #expect(reasons.count == 1 && reasons[0].hasPrefix("kafka: not answering"), "\(answer.body)")
+        #expect(alive.status == 200, "\(alive.body)")
+        let back = try await Self.waitFor(base + "/readyz") { $0.status == 200 }
+        #expect(back != nil, "/readyz did not come back once the broker answered")
+        run.process.terminate()
+        let result = await run.finish()
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
     }
 
     @Test func refusedCredentialsAreSaidButLeaveItAliveAndReady() async throws {

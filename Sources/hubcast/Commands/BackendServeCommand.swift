@@ -393,12 +393,22 @@ struct BackendServeCommand: AsyncParsableCommand {
         services.append(PayloadSweeper(store: opened.store, logger: logger))
         if let endpoint {
             var healthConfig = HealthState.Configuration(consumes: false)
-            healthConfig.usesStore = true
+            healthConfig.dependencies = ["store"]
             let health = HealthMonitor(configuration: healthConfig)
+            let store = opened.store
             services.append(
-                StoreWatch(store: opened.store) { failure in
-                    if let failure { health.storeFailed(reason: failure) } else { health.storeAnswered() }
-                }
+                PingWatch(
+                    latency: Timer(label: "hubcast_backend_store_ping"),
+                    ping: {
+                        do throws(StoreError) {
+                            try await store.ping()
+                            return nil
+                        } catch {
+                            return error.description
+                        }
+                    },
+                    report: health.watching("store")
+                )
             )
             services.append(
                 OperationsServer(

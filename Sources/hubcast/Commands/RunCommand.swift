@@ -111,10 +111,9 @@ struct RunCommand: AsyncParsableCommand {
             kafka: kafkaConfig,
             logger: logger
         )
-        let health = HealthMonitor(
-            configuration: HealthState.Configuration(consumes: true),
-            pollTurns: { consumer.pollCount }
-        )
+        var healthConfig = HealthState.Configuration(consumes: true)
+        healthConfig.dependencies = ["kafka"]
+        let health = HealthMonitor(configuration: healthConfig, pollTurns: { consumer.pollCount })
         // The quota is the namespace's: every instance sending to it shares it, whatever its group.
         let quotaExchange: KafkaQuotaExchange?
         var quota: QuotaSharing?
@@ -177,6 +176,22 @@ struct RunCommand: AsyncParsableCommand {
         // Likewise: the results of canaries the pipeline finishes while it drains are still written.
         if let canary { extra.append(.init(service: canary)) }
         if let endpoint {
+            // Ready means connected to Kafka: a broker must answer a metadata request (every 5 s).
+            extra.append(
+                .init(
+                    service: PingWatch(
+                        ping: {
+                            do throws(KafkaError) {
+                                try await consumer.checkReachable(timeout: .seconds(3))
+                                return nil
+                            } catch {
+                                return error.description
+                            }
+                        },
+                        report: health.watching("kafka")
+                    )
+                )
+            )
             extra.append(
                 .init(
                     service: OperationsServer(

@@ -1,29 +1,30 @@
-import Kafka
 import Metrics
 import ServiceLifecycle
 import Synchronization
 
-/// Asks the store whether it answers, every `interval`, for `/readyz` on the operations port (a
-/// probe reads the last answer at once instead of waiting on the database), and times each answer.
+/// Asks a dependency (Kafka, a database) whether it answers, every `interval`, for `/readyz` (a
+/// probe reads the last answer at once instead of waiting on the dependency), and times each answer.
 ///
 /// A ping that has not answered by the next look counts as "no answer" at once, and no second one
-/// starts while it hangs: a query already written to a half-open connection ignores cancellation
-/// and may take the kernel's retransmission timeout (minutes) to fail, and neither the verdict nor
-/// a shutdown may wait for it.
-public struct StoreWatch: Service {
-    let store: any BackendStore
+/// starts while it hangs: a request already written to a half-open connection may ignore
+/// cancellation and take the kernel's retransmission timeout (minutes) to fail, and neither the
+/// verdict nor a shutdown may wait for it.
+public struct PingWatch: Service {
     let interval: Duration
-    /// nil: the store answered; else why not (log-safe).
+    /// nil: it answered; else why not (log-safe).
+    let ping: @Sendable () async -> String?
     let report: @Sendable (String?) -> Void
-    private let latency = Timer(label: "hubcast_backend_store_ping")
+    let latency: Timer?
 
     public init(
-        store: any BackendStore,
         interval: Duration = .seconds(5),
+        latency: Timer? = nil,
+        ping: @escaping @Sendable () async -> String?,
         report: @escaping @Sendable (String?) -> Void
     ) {
-        self.store = store
         self.interval = interval
+        self.latency = latency
+        self.ping = ping
         self.report = report
     }
 
@@ -39,16 +40,15 @@ public struct StoreWatch: Service {
         while !Task.isShuttingDownGracefully {
             if pending == nil {
                 // The answer is reported as soon as it comes; the loop only says when it does not.
-                let ping = Ping(), store = self.store, report = self.report, latency = self.latency
+                let current = Ping(), ping = self.ping, report = self.report, latency = self.latency
                 let started = clock.now
                 let task = Task {
-                    var failure: String?
-                    do throws(StoreError) { try await store.ping() } catch { failure = error.description }
-                    if failure == nil { latency.recordNanoseconds(started.duration(to: clock.now).inNanoseconds) }
-                    ping.answer.withLock { $0 = .some(failure) }
+                    let failure = await ping()
+                    if failure == nil { latency?.recordNanoseconds(started.duration(to: clock.now).inNanoseconds) }
+                    current.answer.withLock { $0 = .some(failure) }
                     report(failure)
                 }
-                pending = (ping, task, started)
+                pending = (current, task, started)
             }
             do { try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) } } catch { return }
             guard let current = pending else { continue }
