@@ -148,6 +148,83 @@ class Broker:
                 self.proc.kill()
 
 
+KAFKA_DIR = os.environ.get("HUBCAST_KAFKA_DIR") or os.path.join(ROOT, ".build-kafka")
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def accepts(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+class TansuBroker:
+    """Tansu (a Kafka-protocol broker with real group coordination, installed by deploy/tansu.sh into
+    .build-kafka/) in memory on a free loopback port, as Tests/TestSupport/TansuBroker.swift starts it.
+    Debian's librdkafka cannot talk to it: every hubcast process gets `env` (the newer librdkafka)."""
+
+    def __init__(self, binary, work, partitions):
+        self.binary, self.executable = binary, os.path.join(KAFKA_DIR, "bin/tansu")
+        lib = os.path.join(KAFKA_DIR, "lib")
+        if not (os.access(self.executable, os.X_OK) and os.path.exists(os.path.join(lib, "librdkafka.so.1"))):
+            out = subprocess.run(["bash", os.path.join(ROOT, "deploy/tansu.sh")], capture_output=True, text=True, timeout=600)
+            if out.returncode != 0 or not os.access(self.executable, os.X_OK):
+                raise RuntimeError(f"deploy/tansu.sh exited {out.returncode}: {out.stdout[-500:]} {out.stderr[-1000:]}")
+        self.env = {"LD_LIBRARY_PATH": lib + (":" + os.environ["LD_LIBRARY_PATH"] if os.environ.get("LD_LIBRARY_PATH") else "")}
+        last = ""
+        for attempt in range(3):  # the free port may be taken between the probe and Tansu's bind
+            port = free_port()
+            url = f"tcp://127.0.0.1:{port}"
+            err_path = os.path.join(work, f"tansu-{attempt}.log")
+            self.proc = spawn([self.executable, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                               "--storage-engine", "memory://tansu/"],
+                              stdout=open(err_path, "w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            if wait_until(lambda: self.proc.poll() is not None or accepts(port), 20, 0.02) and self.proc.poll() is None:
+                self.port, self.url, self.bootstrap = port, url, f"127.0.0.1:{port}"
+                break
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            last = open(err_path, errors="replace").read()[-1000:]
+        else:
+            raise RuntimeError(f"tansu did not start: {last}")
+        for category in CATEGORIES:
+            self.create_topic(topic(category), partitions)
+        self.create_topic("news.deadletter", 1)
+        self.create_topic("hubcast.quota", 1)  # as the dev broker does: the runs share the hub's quota through it
+
+    def create_topic(self, name, partitions):
+        out = subprocess.run([self.executable, "topic", "create", name, "--broker", self.url, "--partitions", str(partitions)],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"tansu topic create {name} exited {out.returncode}: {out.stdout} {out.stderr[-500:]}")
+
+    def produce(self, items, work, name):
+        path = os.path.join(work, f"{name}.jsonl")
+        with open(path, "w") as f:
+            for it in items:
+                f.write(json.dumps(it) + "\n")
+        out = subprocess.run([self.binary, "produce", "--brokers", self.bootstrap, "--file", path, "--log-level", "warning"],
+                             capture_output=True, text=True, env={**os.environ, **self.env})
+        if out.returncode != 0 or f"sent {len(items)}, rejected 0, failed 0" not in out.stdout:
+            raise RuntimeError(f"hubcast produce to Tansu exited {out.returncode}: {out.stdout.strip()} {out.stderr.strip()[-500:]}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
 class Emulator:
     def __init__(self, binary, work, latency_ms=0, devices=600):
         self.out_path, self.err_path = os.path.join(work, "emulator.out"), os.path.join(work, "emulator.err")
@@ -205,12 +282,12 @@ class Emulator:
 class Run:
     """One `hubcast run`: metrics lines from stdout are kept with the wall-clock time they arrived."""
 
-    def __init__(self, binary, broker, emulator, work, name, dlq, extra=(), group="faults"):
+    def __init__(self, binary, broker, emulator, work, name, dlq, extra=(), group="faults", env=None):
         self.name, self.t0 = name, time.time()
         self.err_path, self.out_path = os.path.join(work, f"{name}.stderr"), os.path.join(work, f"{name}.metrics.jsonl")
         argv = [binary, "run", "--brokers", broker.bootstrap, "--group", group, "--hub", HUB, "--dlq", f"file:{dlq}",
                 "--concurrency", str(CONCURRENCY), "--metrics-interval", "1", "--log-level", "info", *extra]
-        env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection}
+        env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection, **(env or {})}
         self.proc = spawn(argv, stdout=subprocess.PIPE, stderr=open(self.err_path, "w"), env=env, text=True)
         self.metrics, self.raw = [], []
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -303,8 +380,9 @@ class Scenario:
         self.expectations, self.notes, self.extra = [], [], {}
         self.broker = self.emulator = None
 
-    def start(self, latency_ms=0):
-        self.broker = Broker(self.binary)
+    def start(self, latency_ms=0, tansu_partitions=None):
+        """A dev broker, or with `tansu_partitions` Tansu with that many partitions per category topic."""
+        self.broker = TansuBroker(self.binary, self.work, tansu_partitions) if tansu_partitions else Broker(self.binary)
         self.emulator = Emulator(self.binary, self.work, latency_ms)
 
     def produce(self, items, name="items"):
@@ -315,7 +393,8 @@ class Scenario:
     def run(self, extra=(), group="faults"):
         dlq = os.path.join(self.work, f"dlq-{len(self.runs)}.jsonl")
         self.dlqs.append(dlq)
-        r = Run(self.binary, self.broker, self.emulator, self.work, f"run-{len(self.runs)}", dlq, extra, group)
+        r = Run(self.binary, self.broker, self.emulator, self.work, f"run-{len(self.runs)}", dlq, extra, group,
+                getattr(self.broker, "env", None))
         self.runs.append(r)
         return r
 
@@ -803,6 +882,95 @@ def s14_drops_for_30s(s):
     s.expect("connections were dropped (retried > 0)", (r.last().get("retried") or 0) > 0)
 
 
+
+CHURN = ["join", "join", "leave", "join", "leave", "leave"]  # one every 10 s after A and B: 3, 4, 3, 4, 3, 2 running
+CHURN_ITEMS = 50_000
+# as deploy/ sets it: spreads the 12 partitions over all the members (librdkafka's default, range, splits each
+# 2-partition topic on its own, so two members at most would get any)
+CHURN_ASSIGNOR = "cooperative-sticky"
+
+
+def s15_rebalance_churn(s):
+    """Rebalance churn on a real coordinator: `hubcast run`s in one group on Tansu (6 topics × 2 partitions,
+    cooperative-sticky), hub latency 200 ms, 50,000 items. A and B start; every 10 s for a minute one more joins or the oldest
+    leaves (SIGTERM), up to four at once; those left run until every item is delivered, then SIGTERM."""
+    s.start(latency_ms=200, tansu_partitions=2)
+    for batch in range(5):
+        s.produce([item(15, n) for n in range(batch * 10_000, (batch + 1) * 10_000)], name=f"batch{batch}")
+    # as Tests/IntegrationTests/MultiInstanceTests.swift runs them against Tansu
+    extra = ["--commit-interval-ms", "1000", "--retry-base-ms", "10", "--retry-max-ms", "200",
+             "--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=1000",
+             "--kafka-property", f"partition.assignment.strategy={CHURN_ASSIGNOR}"]
+    group = "faults-churn"
+    started = time.time()
+    running = [s.run(extra, group), s.run(extra, group)]
+    born, gone, stop_seconds, events, stoppers = {r.name: 0.0 for r in running}, {}, {}, [], []
+
+    def stop(r):
+        stop_seconds[r.name] = r.signal_and_time(signal.SIGTERM, 60)
+        gone[r.name] = round(time.time() - started, 1)
+
+    def stop_in_background(r):
+        t = threading.Thread(target=stop, args=(r,), daemon=True)
+        t.start()
+        stoppers.append(t)
+
+    for step, what in enumerate(CHURN, 1):
+        time.sleep(max(0.0, started + 10 * step - time.time()))
+        if what == "join":
+            r = s.run(extra, group)
+            running.append(r)
+            born[r.name] = round(time.time() - started, 1)
+        else:
+            r = running.pop(0)  # the oldest; its SIGTERM and drain run beside the schedule
+            stop_in_background(r)
+        events.append(f"{round(time.time() - started)}s {what} {r.name} ({len(running)} running, {delivered_count(s):,} sent)")
+        log(f"  {events[-1]}")
+    churn_end = time.time()
+    delivered_at_churn_end = delivered_count(s)
+    for t in stoppers:
+        t.join(90)
+
+    valid = set(s.valid_ids)
+
+    all_in, deadline = False, churn_end + 300
+    while time.time() < deadline:
+        if any(r.proc.poll() is not None for r in running):
+            s.notes.append("a run ended by itself before every item was delivered: " +
+                           ", ".join(f"{r.name} exit {r.proc.poll()}" for r in running if r.proc.poll() is not None))
+            break
+        if delivered_count(s) >= CHURN_ITEMS and valid <= set(s.emulator.accepted()):
+            all_in = True
+            break
+        time.sleep(2)
+    seconds_to_all = round(time.time() - started, 1) if all_in else None
+    stoppers = []
+    for r in running:
+        stop_in_background(r)
+    for t in stoppers:
+        t.join(90)
+
+    joins, leaves = CHURN.count("join"), CHURN.count("leave")
+    left = [r for r in s.runs if r.name not in {x.name for x in running}]
+    s.extra["churn"] = {
+        "assignor": CHURN_ASSIGNOR, "joins": joins, "leaves": leaves, "secondsToAll": seconds_to_all, "deliveredAtChurnEnd": delivered_at_churn_end,
+        "leaveExitSeconds": [stop_seconds.get(r.name) for r in left],
+        "finalStopExitSeconds": [stop_seconds.get(r.name) for r in running],
+        "instances": [f"{r.name}: exit {r.exit_code}, sent {(r.final() or r.last()).get('sent')}, "
+                      f"{born[r.name]}-{gone.get(r.name)} s" for r in s.runs],
+        "partitionsAssignedLines": sum(len(r.stderr_lines(r"Partitions assigned", 10_000)) for r in s.runs),
+        "commitFailedLines": sum(len(r.stderr_lines(r"Commit failed", 10_000)) for r in s.runs),
+        "rebalanceFailedLines": sum(len(r.stderr_lines(r"Rebalance failed", 10_000)) for r in s.runs),
+        "schedule": events,
+    }
+    s.expect("every run exits 0 on SIGTERM", all(r.exit_code == 0 for r in s.runs), hard=True)
+    s.expect("each leaving run exits within its drain timeout (30 s)",
+             all(stop_seconds.get(r.name) is not None and stop_seconds[r.name] <= 30 for r in left), hard=True)
+    s.expect(f"all {CHURN_ITEMS:,} delivered within 5 minutes of the churn's end", all_in)
+    s.duplicate_limits = [(f"duplicates ≤ {CONCURRENCY} in flight × {joins + leaves} joins and leaves",
+                           CONCURRENCY * (joins + leaves), False)]
+
+
 SCENARIOS = [
     (1, "429 storm", s1_429_storm),
     (2, "5xx and dropped connections", s2_5xx_drops),
@@ -818,6 +986,7 @@ SCENARIOS = [
     (12, "canary", s12_canary),
     (13, "503 to everything for 40 s", s13_503_outage),
     (14, "dropped connections for 30 s", s14_drops_for_30s),
+    (15, "rebalance churn on Tansu", s15_rebalance_churn),
 ]
 
 
@@ -845,6 +1014,9 @@ def run_scenario(number, name, body, binary, work):
                                        "met": bound is not None and result["duplicates"] <= bound, "hard": True})
         result["expectations"].append({"expectation": f"duplicates ≤ sends in flight ({s.inflight_bound})",
                                        "met": result["duplicates"] <= s.inflight_bound, "hard": False})
+    for what, bound, hard in getattr(s, "duplicate_limits", []):
+        result["expectations"].append({"expectation": f"{what} ({bound})", "met": result["duplicates"] <= bound, "hard": hard})
+    if hasattr(s, "dup_bound") or hasattr(s, "duplicate_limits"):
         result["status"] = "PASS" if all(e["met"] for e in result["expectations"]) else "MISS"
         result["hardMiss"] = any(e["hard"] and not e["met"] for e in result["expectations"])
     for e in result["expectations"]:
@@ -854,7 +1026,7 @@ def run_scenario(number, name, body, binary, work):
 
 
 def detail(r):
-    for key in ("during", "outage", "refused", "sigterm", "kill", "rebalance", "fuzz", "canary"):
+    for key in ("during", "outage", "refused", "sigterm", "kill", "rebalance", "fuzz", "canary", "churn"):
         if key in r:
             d = {k: v for k, v in r[key].items() if k not in ("note", "errorLines")}
             return ", ".join(f"{k}={v}" for k, v in d.items() if v not in (None, [], {}))

@@ -15,7 +15,7 @@ struct Hubcast: AsyncParsableCommand {
             """,
         subcommands: [
             RunCommand.self, ReplayCommand.self, DemoCommand.self, SendCommand.self, ProduceCommand.self,
-            CanaryCommand.self, EmulatorCommand.self, DevBrokerCommand.self, BackendCommand.self,
+            CanaryCommand.self, OutcomeCommand.self, EmulatorCommand.self, DevBrokerCommand.self, BackendCommand.self,
         ]
     )
 

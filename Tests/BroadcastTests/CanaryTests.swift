@@ -43,7 +43,7 @@ import Testing
             Self.finished(
                 book.details(
                     id: "c1",
-                    NotificationDetails(state: "Completed", outcomes: [("Success", 2)]),
+                    NotificationDetails(state: "Completed", platforms: [("Apns", [("Success", 2)])]),
                     nowMs: 2_700
                 )
             )
@@ -68,7 +68,7 @@ import Testing
     @Test func telemetryThatReachedNobodyIsAFailure() throws {
         for (details, reason) in [
             (NotificationDetails(state: "NoTargetFound"), "no-target"),
-            (NotificationDetails(state: "Completed", outcomes: [("InvalidCredentials", 3)]), "no-device"),
+            (NotificationDetails(state: "Completed", platforms: [("Apns", [("InvalidCredentials", 3)])]), "no-device"),
             (NotificationDetails(state: "Abandoned"), "abandoned"),
         ] {
             var book = CanaryBook(instance: "a")
@@ -183,7 +183,10 @@ import Testing
 
         init(
             hub: @escaping @Sendable (HTTPRequest) -> HTTPResponse,
-            details: NotificationDetails = NotificationDetails(state: "Completed", outcomes: [("Success", 1)])
+            details: NotificationDetails = NotificationDetails(
+                state: "Completed",
+                platforms: [("Apns", [("Success", 1)])]
+            )
         ) throws {
             (results, resultWriter) = AsyncStream.makeStream()
             let clock = self.clock, published = self.published, lines = self.lines, writer = resultWriter
@@ -434,7 +437,7 @@ import Testing
         #expect(book.telemetryRefused == nil)
         let verified = book.details(
             id: "c",
-            NotificationDetails(state: "DetailedStateAvailable", outcomes: [("Success", 1)]),
+            NotificationDetails(state: "DetailedStateAvailable", platforms: [("Apns", [("Success", 1)])]),
             nowMs: 2_200
         )
         #expect(CanaryBookTests.finished(verified)?.outcome == .verified)

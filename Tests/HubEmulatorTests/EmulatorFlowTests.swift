@@ -68,7 +68,7 @@ import Testing
             try await client.notificationDetails(id: try #require(nobody.notificationID))
                 == NotificationDetails(
                     state: "NoTargetFound",
-                    outcomes: [("Success", 0)]
+                    platforms: [("Template", [("Success", 0)])]
                 )
         )
         // An id it never gave: 404, as the service answers before it has telemetry.

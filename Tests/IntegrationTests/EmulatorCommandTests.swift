@@ -5,6 +5,60 @@ import Testing
 
 /// `hubcast emulator` as a process, driven with raw HTTP from curl.
 @Suite struct EmulatorCommandTests {
+    /// `hubcast outcome`: a sent notification's telemetry as one line of its schema; an id the hub
+    /// never gave, a refused key and an unreachable hub end with their exit codes (1, 2, 3).
+    @Test func outcomeSaysWhatTheHubDidWithASend() async throws {
+        let server = try ServerProcess(
+            HubcastBinary.path,
+            ["emulator", "--hub", "breaking", "--devices", "200", "--seed", "7", "--log-level", "warning"]
+        )
+        defer { server.stop() }
+        let env = ["HUBCAST_CONNECTION_STRING": server.firstLine, "HUBCAST_HUB": "breaking"]
+        let sent = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "Quake"],
+            environment: env
+        )
+        #expect(sent.status == 0, "\(sent.stderr)")
+        let id = try #require(sent.stdout.firstMatch(of: /notification id ([0-9A-Za-z_-]+),/)?.output.1)
+        let outcome = try await HubcastBinary.run(["outcome", String(id)], environment: env)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        try await PipelineHarness.validateMetrics(outcome.stdout, schema: "outcome.schema.json")
+        let line = try #require(
+            try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
+        )
+        #expect(line["id"] as? String == String(id))
+        #expect(line["state"] as? String == "Completed" && line["final"] as? Bool == true)
+        let reached = (line["platforms"] as? [String: [String: Int]])?["Template"]?["Success"] ?? 0
+        let deliveries = try await curl([
+            "-f", try ConnectionString(parsing: server.firstLine).baseURL + "_emulator/deliveries",
+        ])
+        #expect(
+            reached > 0 && deliveries.contains(#""matched":\#(reached)"#),
+            "\(outcome.stdout) \(deliveries.prefix(300))"
+        )
+
+        let unknown = try await HubcastBinary.run(["outcome", "424242"], environment: env)
+        #expect(
+            unknown.status == 1 && unknown.stderr.contains("no telemetry for notification 424242"),
+            "\(unknown.stderr)"
+        )
+        let refusedKey = server.firstLine.replacingOccurrences(of: "SharedAccessKey=", with: "SharedAccessKey=x")
+        let refused = try await HubcastBinary.run(
+            ["outcome", String(id)],
+            environment: ["HUBCAST_CONNECTION_STRING": refusedKey, "HUBCAST_HUB": "breaking"]
+        )
+        #expect(refused.status == 2 && refused.stderr.contains("refused the credentials"), "\(refused.stderr)")
+        let closed =
+            "Endpoint=sb://127.0.0.1:\(freeLoopbackPort())/;SharedAccessKeyName=k;SharedAccessKey=a2V5;UseDevelopmentEmulator=true"
+        let unreachable = try await HubcastBinary.run(
+            ["outcome", "1", "--max-attempts", "1"],
+            environment: ["HUBCAST_CONNECTION_STRING": closed, "HUBCAST_HUB": "breaking"]
+        )
+        #expect(unreachable.status == 3, "\(unreachable.stderr)")
+        let badID = try await HubcastBinary.run(["outcome", "../registrations"], environment: env)
+        #expect(badID.status == 2, "\(badID.stderr)")
+    }
+
     @Test func seed000FlowWithCurl() async throws {
         let server = try ServerProcess(
             HubcastBinary.path,

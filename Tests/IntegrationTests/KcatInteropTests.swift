@@ -184,7 +184,9 @@ import Testing
     }
 
     /// `--help` is pinned: a changed flag or help text must change Tests/IntegrationTests/Help too.
-    @Test(arguments: ["hubcast", "run", "replay", "demo", "send", "produce", "canary", "emulator", "dev-broker"])
+    @Test(arguments: [
+        "hubcast", "run", "replay", "demo", "send", "produce", "canary", "outcome", "emulator", "dev-broker",
+    ])
     func helpMatchesThePinnedText(command: String) async throws {
         let pinned = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
             "Help/\(command).txt"

@@ -132,6 +132,16 @@ import TextFormats
         #expect(details.state == "Completed" && details.isFinal)
         #expect(details.successes == 5)
         #expect(details.outcomes.map(\.name) == ["Success", "InvalidCredentials", "Success"])
+        #expect(details.platforms.map(\.platform) == ["Apns", "FcmV1"])
+        #expect(details.platforms[0].outcomes.map(\.count) == [3, 1])
+        #expect(details.platforms[1].outcomes.map(\.count) == [2])
+        // The elements the service writes around the counts are not platforms.
+        #expect(
+            NotificationDetails(
+                xml:
+                    "<NotificationDetails><State>Completed</State><NotificationBody>OutcomeCounts></NotificationBody></NotificationDetails>"
+            )?.platforms.isEmpty == true
+        )
     }
 
     @Test func statesBeforeTheEndAreNotFinalAndADocumentWithoutStateIsRefused() {

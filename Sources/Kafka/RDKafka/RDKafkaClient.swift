@@ -6,10 +6,12 @@ import Synchronization
 /// Owns one `rd_kafka_t` handle; the only place (with `RDKafkaMockCluster`) that calls librdkafka.
 ///
 /// Unchecked: the handle is a C pointer, which the compiler cannot see shared safely. It is:
-/// librdkafka's calls are thread-safe, and `lifecycle` keeps every call before `destroy` (calls
-/// after it throw). The one other mutable field, `topicNames`, is touched only by the poll thread
-/// (`nextMessage`). Exercised from many threads at once by `ConsumerGroupTests` and the
-/// multi-instance tests; the thread sanitizer cannot run it (librdkafka's C11 threads escape it).
+/// librdkafka's calls are thread-safe; the consumer's calls from other threads (commit, committed
+/// offsets, lag, metadata) go through `lifecycle`, which keeps them before `destroy` (later ones
+/// throw), and the rest run only while their owner holds this object, so before `deinit`. The one
+/// other mutable field, `topicNames`, is touched only by the poll thread (`poll`). Exercised from
+/// many threads at once by `ConsumerGroupTests` and the multi-instance tests; the thread
+/// sanitizer cannot run it (librdkafka's C11 threads escape it).
 final class RDKafkaClient: @unchecked Sendable {
     enum Role { case consumer, producer }
 
@@ -106,7 +108,7 @@ final class RDKafkaClient: @unchecked Sendable {
                 return
             case .waitForUsers:
                 // rd_kafka_destroy must not run while another thread is inside a librdkafka call
-                // (a lag read, a pause), and it blocks, so the last of those calls cannot run it
+                // (a lag or metadata read), and it blocks, so the last of those calls cannot run it
                 // on the cooperative pool: this thread (the consumer's own) waits, a call being
                 // well under a millisecond.
                 usleep(1000)

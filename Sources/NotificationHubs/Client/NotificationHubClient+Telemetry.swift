@@ -2,13 +2,17 @@
 public struct NotificationDetails: Sendable, Equatable {
     /// `Enqueued`, `Processing`, `Completed`, `NoTargetFound`, `Abandoned`, `Canceled`, `Scheduled` or `Unknown`.
     public var state: String
-    /// Every `<Outcome>` of every platform's outcome counts, as (name, count): `Success` is a
-    /// device the platform service took.
-    public var outcomes: [(name: String, count: Int)]
+    /// Each platform's outcome counts in the order the hub wrote them: the platform as the element
+    /// names it (`Apns`, `FcmV1`, `Wns`, …, from `<ApnsOutcomeCounts>`), then its outcomes as
+    /// (name, count); `Success` is a device the platform service took.
+    public var platforms: [(platform: String, outcomes: [(name: String, count: Int)])]
 
-    public init(state: String, outcomes: [(name: String, count: Int)] = []) {
+    /// Every platform's outcomes in one list.
+    public var outcomes: [(name: String, count: Int)] { platforms.flatMap(\.outcomes) }
+
+    public init(state: String, platforms: [(platform: String, outcomes: [(name: String, count: Int)])] = []) {
         self.state = state
-        self.outcomes = outcomes
+        self.platforms = platforms
     }
 
     /// Devices the platform services took, every platform together.
@@ -18,27 +22,52 @@ public struct NotificationDetails: Sendable, Equatable {
     public var isFinal: Bool { !["Enqueued", "Processing", "Scheduled", "Unknown"].contains(state) }
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.state == b.state && a.outcomes.elementsEqual(b.outcomes) { $0.name == $1.name && $0.count == $1.count }
+        a.state == b.state
+            && a.platforms.elementsEqual(b.platforms) { x, y in
+                x.platform == y.platform
+                    && x.outcomes.elementsEqual(y.outcomes) { $0.name == $1.name && $0.count == $1.count }
+            }
     }
 
     /// Reads a `NotificationDetails` document; nil when it has no `<State>`.
     public init?(xml: String) {
         guard let state = XMLText.text(of: "State", in: xml) else { return nil }
         self.state = state
-        outcomes = []
+        platforms = []
+        // `<{Platform}OutcomeCounts>` elements, each a flat list of
+        // `<Outcome><Name>…</Name><Count>…</Count></Outcome>`: nothing nests deeper, so a scan serves.
         var rest = Substring(xml)
-        // Flat elements, one level deep: `<Outcome><Name>…</Name><Count>…</Count></Outcome>`.
+        while let open = rest.range(of: "OutcomeCounts>") {
+            let before = rest[..<open.lowerBound]
+            guard let lt = before.lastIndex(of: "<"),
+                before[before.index(after: lt)...].allSatisfy({ $0.isLetter || $0.isNumber })
+            else {
+                rest = rest[open.upperBound...]
+                continue
+            }
+            let platform = String(before[before.index(after: lt)...])
+            let end = rest.range(of: "</\(platform)OutcomeCounts>", range: open.upperBound..<rest.endIndex)
+            let body = rest[open.upperBound..<(end?.lowerBound ?? rest.endIndex)]
+            platforms.append((platform, Self.outcomes(in: body)))
+            rest = end.map { rest[$0.upperBound...] } ?? rest[rest.endIndex...]
+        }
+    }
+
+    private static func outcomes(in element: Substring) -> [(name: String, count: Int)] {
+        var outcomes: [(name: String, count: Int)] = []
+        var rest = element
         while let open = rest.range(of: "<Outcome>"),
             let close = rest.range(of: "</Outcome>", range: open.upperBound..<rest.endIndex)
         {
-            let element = String(rest[open.upperBound..<close.lowerBound])
-            if let name = XMLText.text(of: "Name", in: element),
-                let count = XMLText.text(of: "Count", in: element).flatMap({ Int($0) })
+            let outcome = String(rest[open.upperBound..<close.lowerBound])
+            if let name = XMLText.text(of: "Name", in: outcome),
+                let count = XMLText.text(of: "Count", in: outcome).flatMap({ Int($0) })
             {
                 outcomes.append((name, count))
             }
             rest = rest[close.upperBound...]
         }
+        return outcomes
     }
 }
 
