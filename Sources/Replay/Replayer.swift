@@ -51,6 +51,7 @@ public final class Replayer: Service, Sendable {
         source: Source,
         client: NotificationHubClient?,
         deadLetters: (any DeadLetterSink)?,
+        quota: QuotaSharing? = nil,
         configuration: Configuration,
         metrics: PipelineMetrics,
         logger: Logger,
@@ -82,6 +83,7 @@ public final class Replayer: Service, Sendable {
             preparer: ReplayPreparer(configuration: configuration, tally: tally, metrics: metrics, report: report),
             sender: ReplaySender(client: client, tally: tally, metrics: metrics, logger: logger),
             deadLetters: deadLetters ?? NoDeadLetterSink(),
+            quota: quota,
             configuration: shell,
             metrics: metrics,
             observer: PipelineObserver(

@@ -22,6 +22,32 @@ import Testing
         try await h.clearFaults()
     }
 
+    /// A replay sends to the hub beside the running instances, so it shares the hub's quota with
+    /// them through the quota topic: each hears the other while both send.
+    @Test func aReplayBesideARunSharesTheQuotaWithIt() async throws {
+        let h = try PipelineHarness(devices: 100)
+        try await failedRuns(h, count: 300, sink: "kafka:news.deadletter", runs: 1)
+        // A run with a backlog of its own at a known quota (200/s: 3,000 items take 15 s).
+        try await h.produce(1000..<4000)
+        let run = try h.startRun(["--group", "live", "--max-rate", "200"], exitWhenIdle: nil)
+        let sending = await run.stdout.line(where: {
+            ((try? PipelineHarness.metricsLines($0))?.first?["sent"] as? Int ?? 0) > 0
+        })
+        #expect(sending != nil, "the run never sent: \(run.stdout.text.suffix(1500))")
+        let replay = try await h.replay(["--from", "kafka:news.deadletter", "--rate", "50"])
+        #expect(replay.status == 0, "\(replay.stderr.suffix(2000))")
+        let replayLines = try PipelineHarness.metricsLines(replay.stdout)
+        #expect(
+            replayLines.contains { $0["quotaPeers"] as? Int == 1 },
+            "the replay never heard the run: \(replay.stdout.suffix(1500))"
+        )
+        let heard = try PipelineHarness.metricsLines(run.stdout.text).contains { $0["quotaPeers"] as? Int == 1 }
+        run.process.terminate()
+        let finished = await run.finish()
+        #expect(finished.status == 0, "\(finished.stderr.suffix(2000))")
+        #expect(heard, "the run never heard the replay: \(finished.stdout.suffix(1500))")
+    }
+
     @Test func replayFromKafkaDeliversEachOnceAndASecondReplaySendsNothing() async throws {
         let h = try PipelineHarness(devices: 100)
         // Plus one message that is not a news item: dead-lettered as invalid, and never re-sent.

@@ -28,8 +28,10 @@ struct ReplayCommand: AsyncParsableCommand {
             waited for at most --hub-wait seconds. Whatever was read and not sent (held, or cut short by a signal) \
             is counted in the summary: from Kafka it is not committed, so the next replay reads it again; from a \
             file it is written to --dlq with what was never read, so a replay of --dlq finishes the work. \
-            Progress on stderr; metrics JSON on stdout as with `run`. Exit 0 only if every record was sent or \
-            skipped; 1 if a send failed again or anything was left unsent.
+            It shares the hub's quota with the `hubcast run` instances sending to the same hub (--quota-topic): from \
+            Kafka by default, from a file when --quota-topic is given. Progress on stderr; metrics JSON on stdout as \
+            with `run`. Exit 0 only if every record was sent or skipped; 1 if a send failed again or anything was left \
+            unsent.
             """
     )
 
@@ -138,6 +140,8 @@ struct ReplayCommand: AsyncParsableCommand {
     )
     var skipHubCheck = false
 
+    @OptionGroup var quota: QuotaTopicOption
+
     func run() async throws {
         let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.replay")
@@ -183,10 +187,24 @@ struct ReplayCommand: AsyncParsableCommand {
             client = hub
             (sink, producer) = try PipelineOptions.sink(sinkSpec, kafka: kafkaConfig, logger: logger)
         }
+        // A replay sends to the hub beside the running instances: it takes its share of the quota
+        // with them. From a file there may be no Kafka at all, so only when a topic is named.
+        var shared: (exchange: KafkaQuotaExchange, sharing: QuotaSharing)?
+        if let client {
+            let fromFile: Bool = if case .file = source { true } else { false }
+            shared = try QuotaTopicOption.sharing(
+                topic: try quota.topic(settings, default: fromFile ? nil : QuotaSharing.defaultTopic),
+                kafka: kafkaConfig,
+                instance: QuotaSharing.uniqueInstance(),
+                hub: client.configuration.connection.baseURL,
+                logger: logger
+            )
+        }
         let replayer = Replayer(
             source: source,
             client: client,
             deadLetters: sink,
+            quota: shared?.sharing,
             configuration: config,
             metrics: PipelineMetrics(categories: categories.names),
             logger: logger,
@@ -195,6 +213,8 @@ struct ReplayCommand: AsyncParsableCommand {
         let printer = MetricsPrinter(metrics: metrics, interval: .seconds(max(1, metricsInterval)))
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = dryRun ? [] : [.init(service: printer)]
         if case .kafka(let consumer) = source { services.append(.init(service: consumer)) }
+        // Before the replayer, so it stops after it: the replay's leaving report goes out.
+        if let exchange = shared?.exchange { services.append(.init(service: exchange)) }
         services.append(.init(service: replayer, successTerminationBehavior: .gracefullyShutdownGroup))
         let started = ContinuousClock.now
         try await ServiceGroup(

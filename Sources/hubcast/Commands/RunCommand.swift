@@ -52,7 +52,7 @@ struct RunCommand: AsyncParsableCommand {
         let kafkaConfig = try kafka.configuration(settings)
         let (hubConfig, hubTransport) = try hubOptions.configuration(settings)
         var pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
-        let quotaTopic = try pipelineOptions.quotaTopic(settings)
+        let quotaTopic = try pipelineOptions.quota.topic(settings)
         let instance = QuotaSharing.uniqueInstance()
         let canaryConfig = try canaryOptions.configuration(
             settings,
@@ -114,26 +114,15 @@ struct RunCommand: AsyncParsableCommand {
         var healthConfig = HealthState.Configuration(consumes: true)
         healthConfig.dependencies = ["kafka"]
         let health = HealthMonitor(configuration: healthConfig, pollTurns: { consumer.pollCount })
-        // The quota is the namespace's: every instance sending to it shares it, whatever its group.
-        let quotaExchange: KafkaQuotaExchange?
-        var quota: QuotaSharing?
-        if let topic = quotaTopic {
-            do {
-                quotaExchange = try KafkaQuotaExchange(
-                    kafka: kafkaConfig,
-                    topic: topic,
-                    instance: instance,
-                    logger: logger
-                )
-            } catch {
-                throw CLIError.usage("Kafka configuration: \(error)")
-            }
-            quota = quotaExchange.map {
-                QuotaSharing(exchange: $0, instance: instance, hub: hubConfig.connection.baseURL)
-            }
-        } else {
-            quotaExchange = nil
-        }
+        let shared = try QuotaTopicOption.sharing(
+            topic: quotaTopic,
+            kafka: kafkaConfig,
+            instance: instance,
+            hub: hubConfig.connection.baseURL,
+            logger: logger
+        )
+        let quotaExchange = shared?.exchange
+        let quota = shared?.sharing
         var canary: Canary?
         var canaryProducer: KafkaProducer?
         if let canaryConfig {

@@ -153,14 +153,7 @@ struct PipelineOptions: ParsableArguments {
     )
     var slo: [String] = []
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Kafka topic through which the instances sending to one hub namespace share its quota: four times a second each tells the others what it sends and wants, and sends its share; \"none\": pace alone (env HUBCAST_QUOTA_TOPIC; default hubcast.quota).",
-            valueName: "topic"
-        )
-    )
-    var quotaTopic: String?
+    @OptionGroup var quota: QuotaTopicOption
 
     func configuration(_ settings: Settings, categories: Categories) throws(CLIError) -> PipelineConfiguration {
         var config = PipelineConfiguration(categories: categories)
@@ -227,13 +220,6 @@ struct PipelineOptions: ParsableArguments {
     }
 
     func groupID(_ settings: Settings) -> String { settings.string(group, "group", default: "hubcast") }
-
-    /// The quota topic, or nil for `none`; a name Kafka would refuse is refused here.
-    func quotaTopic(_ settings: Settings) throws(CLIError) -> String? {
-        let topic = settings.string(quotaTopic, "quota-topic", default: QuotaSharing.defaultTopic)
-        guard topic != "none" else { return nil }
-        return try Settings.topicName(topic, flag: "quota-topic", or: " nor none")
-    }
 
     func interval(_ settings: Settings) throws(CLIError) -> Duration {
         .seconds(try settings.int(metricsInterval, "metrics-interval", default: 10, range: 1...86_400))

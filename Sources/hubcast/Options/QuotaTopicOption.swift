@@ -1,0 +1,45 @@
+import ArgumentParser
+import Broadcast
+import Kafka
+import Logging
+
+/// `--quota-topic`: how the instances sending to one hub namespace find each other and share its
+/// quota (`run` and `replay`).
+struct QuotaTopicOption: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Kafka topic through which the instances sending to one hub namespace share its quota: four times a second each tells the others what it sends and wants, and sends its share; \"none\": pace alone (env HUBCAST_QUOTA_TOPIC; default hubcast.quota).",
+            valueName: "topic"
+        )
+    )
+    var quotaTopic: String?
+
+    /// The quota topic, or nil for `none` (or when none is set and `fallback` is nil); a name Kafka
+    /// would refuse is refused here.
+    func topic(_ settings: Settings, default fallback: String? = QuotaSharing.defaultTopic) throws(CLIError) -> String?
+    {
+        guard let topic = settings.string(quotaTopic, "quota-topic") ?? fallback, topic != "none" else { return nil }
+        return try Settings.topicName(topic, flag: "quota-topic", or: " nor none")
+    }
+
+    /// The exchange (a service to run beside the pipeline) and what the pipeline shares through it,
+    /// or nil to pace alone. The quota is the namespace's: every instance sending to it shares it,
+    /// whatever its group.
+    static func sharing(
+        topic: String?,
+        kafka: KafkaConfiguration,
+        instance: String,
+        hub: String,
+        logger: Logger
+    ) throws(CLIError) -> (exchange: KafkaQuotaExchange, sharing: QuotaSharing)? {
+        guard let topic else { return nil }
+        let exchange: KafkaQuotaExchange
+        do {
+            exchange = try KafkaQuotaExchange(kafka: kafka, topic: topic, instance: instance, logger: logger)
+        } catch {
+            throw .usage("Kafka configuration: \(error)")
+        }
+        return (exchange, QuotaSharing(exchange: exchange, instance: instance, hub: hub))
+    }
+}
