@@ -3,7 +3,8 @@
 
 Each scenario gets a fresh dev broker (6 partitions per topic) and a fresh `hubcast emulator` (600 simulated
 devices), produces its items, runs a release `hubcast run` (with `--dlq file:PATH`, metrics every second),
-breaks something, and ends with a recovery run when the scenario stopped the first one. Then it counts:
+breaks something, and ends with a recovery run when the scenario stopped the first one (scenario 15 runs on
+Tansu instead of the dev broker: `deploy/tansu.sh` installs it into .build-kafka/). Then it counts:
 
   produced      items written to the topics (valid + hostile)
   delivered     distinct valid items the emulator accepted a send for (GET /_emulator/deliveries; the id is
@@ -882,6 +883,56 @@ def s14_drops_for_30s(s):
     s.expect("connections were dropped (retried > 0)", (r.last().get("retried") or 0) > 0)
 
 
+PARTITION_NAME = re.compile(r"news\.[a-z]+\[\d+\]")
+
+
+def owned_twice(runs, min_seconds=2):
+    """Partitions two runs owned at once for at least `min_seconds`, from their "Partitions assigned" and
+    "Partitions revoked" lines (1 s stamps; a revoke is logged before its drain, so a shorter overlap is noise)."""
+    spans = collections.defaultdict(list)
+    for r in runs:
+        owned = {}
+        for line in open(r.err_path, errors="replace"):
+            at = stamp(line)
+            if at is None or not ("Partitions assigned" in line or "Partitions revoked" in line):
+                continue
+            for p in PARTITION_NAME.findall(line):
+                if "Partitions assigned" in line:
+                    owned.setdefault(p, at)
+                elif p in owned:
+                    spans[p].append((r.name, owned.pop(p), at))
+        for p, since in owned.items():
+            spans[p].append((r.name, since, r.exit_at or time.time()))
+    out = []
+    for p, ss in sorted(spans.items()):
+        for i, (a, a0, a1) in enumerate(ss):
+            for b, b0, b1 in ss[i + 1:]:
+                both = min(a1, b1) - max(a0, b0)
+                if a != b and both >= min_seconds:
+                    out.append(f"{p} by {a} and {b} for {both:.0f} s from {time.strftime('%H:%M:%S', time.gmtime(max(a0, b0)))}")
+    return out
+
+
+def repeated_sends(s, timeline, started):
+    """For items the emulator accepted more than once: {"items", "byCategory", "secondSendAt" (seconds after
+    `started`, counted per second), "sample"}; `timeline` is [(time, accepted sends so far)]."""
+    sends = collections.defaultdict(list)
+    for index, d in enumerate(s.emulator.call("GET", "/_emulator/deliveries")["deliveries"]):
+        for payload in d["payloads"]:
+            m = ID_IN_PAYLOAD.search(payload)
+            if m:
+                sends[m.group(1)].append(index)
+    twice = {i: ix for i, ix in sends.items() if len(ix) > 1}
+
+    def at(index):
+        return next((round(t - started) for t, n in timeline if n > index), None)
+
+    seconds = collections.Counter(at(ix[1]) for ix in twice.values())
+    return {"items": len(twice),
+            "byCategory": dict(collections.Counter(CATEGORIES[int(i.rsplit("-", 1)[1]) % len(CATEGORIES)] for i in twice)),
+            "secondSendAt": {f"{k} s": v for k, v in sorted(seconds.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))},
+            "sample": sorted(twice)[:10]}
+
 
 CHURN = ["join", "join", "leave", "join", "leave", "leave"]  # one every 10 s after A and B: 3, 4, 3, 4, 3, 2 running
 CHURN_ITEMS = 50_000
@@ -892,8 +943,9 @@ CHURN_ASSIGNOR = "cooperative-sticky"
 
 def s15_rebalance_churn(s):
     """Rebalance churn on a real coordinator: `hubcast run`s in one group on Tansu (6 topics × 2 partitions,
-    cooperative-sticky), hub latency 200 ms, 50,000 items. A and B start; every 10 s for a minute one more joins or the oldest
-    leaves (SIGTERM), up to four at once; those left run until every item is delivered, then SIGTERM."""
+    cooperative-sticky), hub latency 200 ms, 50,000 items. A and B start; every 10 s for a minute one more
+    joins or the oldest leaves (SIGTERM), up to four at once; those left run until every item is delivered,
+    then SIGTERM."""
     s.start(latency_ms=200, tansu_partitions=2)
     for batch in range(5):
         s.produce([item(15, n) for n in range(batch * 10_000, (batch + 1) * 10_000)], name=f"batch{batch}")
@@ -903,6 +955,17 @@ def s15_rebalance_churn(s):
              "--kafka-property", f"partition.assignment.strategy={CHURN_ASSIGNOR}"]
     group = "faults-churn"
     started = time.time()
+    timeline, sampling = [], threading.Event()  # (time, sends accepted so far), to date the repeated sends
+
+    def sample():
+        while not sampling.is_set():
+            try:
+                timeline.append((time.time(), delivered_count(s)))
+            except Exception:
+                pass
+            sampling.wait(0.5)
+
+    threading.Thread(target=sample, daemon=True).start()
     running = [s.run(extra, group), s.run(extra, group)]
     born, gone, stop_seconds, events, stoppers = {r.name: 0.0 for r in running}, {}, {}, [], []
 
@@ -949,6 +1012,7 @@ def s15_rebalance_churn(s):
         stop_in_background(r)
     for t in stoppers:
         t.join(90)
+    sampling.set()
 
     joins, leaves = CHURN.count("join"), CHURN.count("leave")
     left = [r for r in s.runs if r.name not in {x.name for x in running}]
@@ -958,11 +1022,20 @@ def s15_rebalance_churn(s):
         "finalStopExitSeconds": [stop_seconds.get(r.name) for r in running],
         "instances": [f"{r.name}: exit {r.exit_code}, sent {(r.final() or r.last()).get('sent')}, "
                       f"{born[r.name]}-{gone.get(r.name)} s" for r in s.runs],
-        "partitionsAssignedLines": sum(len(r.stderr_lines(r"Partitions assigned", 10_000)) for r in s.runs),
+        "partitionsAssignedLines": sum(len(r.stderr_lines(r"partitions=\[(news\.|\]).*Partitions assigned", 10_000)) for r in s.runs),
         "commitFailedLines": sum(len(r.stderr_lines(r"Commit failed", 10_000)) for r in s.runs),
+        "revokeCommitFailedLines": sum(len(r.stderr_lines(r"Commit on revoke failed", 10_000)) for r in s.runs),
+        # re-read after a rebalance and skipped by the run's own dedupe window (its `duplicates` metric): sends the
+        # hub would have had twice, had another member taken those partitions
+        "reReadSkippedByDedupe": sum((r.final() or r.last()).get("duplicates") or 0 for r in s.runs),
         "rebalanceFailedLines": sum(len(r.stderr_lines(r"Rebalance failed", 10_000)) for r in s.runs),
+        "ownedTwice": owned_twice(s.runs),
         "schedule": events,
     }
+    try:
+        s.extra["churn"]["sentTwice"] = repeated_sends(s, timeline, started)
+    except Exception as error:
+        s.notes.append(f"could not read the emulator's deliveries in order: {error}")
     s.expect("every run exits 0 on SIGTERM", all(r.exit_code == 0 for r in s.runs), hard=True)
     s.expect("each leaving run exits within its drain timeout (30 s)",
              all(stop_seconds.get(r.name) is not None and stop_seconds[r.name] <= 30 for r in left), hard=True)
