@@ -130,15 +130,19 @@ class Broker:
         if not self.bootstrap:
             raise RuntimeError("dev broker did not start")
 
+    # What every hubcast process talking to this broker needs in its environment.
+    env = {}
+
     def produce(self, items, work, name):
         path = os.path.join(work, f"{name}.jsonl")
         with open(path, "w") as f:
             for it in items:
                 f.write(json.dumps(it) + "\n")
         out = subprocess.run([self.binary, "produce", "--brokers", self.bootstrap, "--file", path, "--log-level", "warning"],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env={**os.environ, **self.env})
         if out.returncode != 0:
             raise RuntimeError(f"hubcast produce exited {out.returncode}: {out.stdout.strip()} {out.stderr.strip()[-500:]}")
+        return out
 
     def stop(self):
         if self.proc.poll() is None:
@@ -166,7 +170,7 @@ def accepts(port):
         return False
 
 
-class TansuBroker:
+class TansuBroker(Broker):
     """Tansu (a Kafka-protocol broker with real group coordination, installed by deploy/tansu.sh into
     .build-kafka/) in memory on a free loopback port, as Tests/TestSupport/TansuBroker.swift starts it.
     Debian's librdkafka cannot talk to it: every hubcast process gets `env` (the newer librdkafka)."""
@@ -208,22 +212,9 @@ class TansuBroker:
             raise RuntimeError(f"tansu topic create {name} exited {out.returncode}: {out.stdout} {out.stderr[-500:]}")
 
     def produce(self, items, work, name):
-        path = os.path.join(work, f"{name}.jsonl")
-        with open(path, "w") as f:
-            for it in items:
-                f.write(json.dumps(it) + "\n")
-        out = subprocess.run([self.binary, "produce", "--brokers", self.bootstrap, "--file", path, "--log-level", "warning"],
-                             capture_output=True, text=True, env={**os.environ, **self.env})
-        if out.returncode != 0 or f"sent {len(items)}, rejected 0, failed 0" not in out.stdout:
-            raise RuntimeError(f"hubcast produce to Tansu exited {out.returncode}: {out.stdout.strip()} {out.stderr.strip()[-500:]}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        out = super().produce(items, work, name)
+        if f"sent {len(items)}, rejected 0, failed 0" not in out.stdout:
+            raise RuntimeError(f"hubcast produce to Tansu: {out.stdout.strip()} {out.stderr.strip()[-500:]}")
 
 
 class Emulator:
@@ -395,7 +386,7 @@ class Scenario:
         dlq = os.path.join(self.work, f"dlq-{len(self.runs)}.jsonl")
         self.dlqs.append(dlq)
         r = Run(self.binary, self.broker, self.emulator, self.work, f"run-{len(self.runs)}", dlq, extra, group,
-                getattr(self.broker, "env", None))
+                self.broker.env)
         self.runs.append(r)
         return r
 
