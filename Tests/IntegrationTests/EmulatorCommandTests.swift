@@ -57,6 +57,11 @@ import Testing
         #expect(unreachable.status == 3, "\(unreachable.stderr)")
         let badID = try await HubcastBinary.run(["outcome", "../registrations"], environment: env)
         #expect(badID.status == 2, "\(badID.stderr)")
+        // --wait shorter than the 10 s between asks: the first 404 is the answer.
+        let waited = try await HubcastBinary.run(["outcome", "424242", "--wait", "1"], environment: env)
+        #expect(waited.status == 1 && waited.stderr.contains("no telemetry"), "\(waited.stderr)")
+        let tooLong = try await HubcastBinary.run(["outcome", "1", "--wait", "3601"], environment: env)
+        #expect(tooLong.status == 2 && tooLong.stderr.contains("--wait"), "\(tooLong.stderr)")
     }
 
     @Test func seed000FlowWithCurl() async throws {
