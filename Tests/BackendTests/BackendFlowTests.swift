@@ -363,7 +363,11 @@ import Testing
         let port = freeLoopbackPort()
         let api = try harness.startBackend(["--no-consumer", "--http-port", String(port)])
         let operations = "http://127.0.0.1:\(port)"
-        #expect(try await HTTP.call("GET", operations + "/readyz").status == 200)
+        // Ready once the store has answered its first ping, a few milliseconds after start.
+        let ready = try await poll(every: .milliseconds(100), timeout: .seconds(60)) {
+            try await HTTP.call("GET", operations + "/readyz").status == 200 ? true : nil
+        }
+        #expect(ready == true, "the backend never became ready with the store up")
         _ = try await HTTP.call("GET", api + "/api/notifications/1", auth: BackendHarness.basic("bob", "a-wrong-guess"))
         _ = try await HTTP.call("GET", api + "/api/notifications/1", auth: BackendHarness.basic("bob"))
         let metrics = try await HTTP.call("GET", operations + "/metrics").body

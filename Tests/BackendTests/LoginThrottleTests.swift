@@ -1,5 +1,6 @@
 import Foundation
 import NotificationHubs
+import Synchronization
 import Testing
 
 @testable import Backend
@@ -172,5 +173,23 @@ import Testing
                 ) == true
             }
         }
+    }
+}
+
+/// The PostgreSQL pool's stop is bounded: a pool that never returns cannot hold the backend after
+/// SIGTERM.
+@Suite struct PoolStopTests {
+    @Test func aRunnerThatEndsInTimeIsWaitedForAndOneThatHangsIsNot() async {
+        let ended = Task<Void, Never> {}
+        #expect(await PostgresPoolService.finished(ended, within: .seconds(60)))
+        // A runner that ignores cancellation (a continuation nobody resumes): the wait gives up at its limit.
+        let parked = Mutex<CheckedContinuation<Void, Never>?>(nil)
+        let hung = Task<Void, Never> { await withCheckedContinuation { c in parked.withLock { $0 = c } } }
+        hung.cancel()
+        #expect(await PostgresPoolService.finished(hung, within: .milliseconds(50)) == false)
+        // Let it end, once it has parked.
+        while parked.withLock({ $0 == nil }) { await Task.yield() }
+        parked.withLock { $0?.resume() }
+        await hung.value
     }
 }

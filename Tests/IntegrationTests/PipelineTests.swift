@@ -207,7 +207,9 @@ import TextFormats
 
     @Test func sigkillLosesNothing() async throws {
         let h = try PipelineHarness(devices: 100)
-        try await h.faults(#"{"latencyMs":10}"#)
+        // 50 ms a send at 16 in flight: 5,000 take 16 s, so however late a busy machine lets the test
+        // see the first 1,000 delivered (about 3 s in), the run is still mid-stream when it is killed.
+        try await h.faults(#"{"latencyMs":50}"#)
         try await h.produce(0..<5000)
         let run = try h.startRun(["--concurrency", "16"])
         try await h.waitForDeliveries(1000)
