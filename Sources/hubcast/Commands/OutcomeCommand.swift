@@ -55,19 +55,13 @@ struct OutcomeCommand: AsyncParsableCommand {
         )
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
-            let details: NotificationDetails?
-            do {
-                details = try await client.notificationDetails(id: id)
-            } catch {
-                details = nil
-                try Self.check(
-                    error,
-                    hub: hubConfig.connection.baseURL,
-                    id: id,
-                    final: ContinuousClock.now + Self.interval > deadline
-                )
-            }
-            if let details, details.isFinal || ContinuousClock.now + Self.interval > deadline {
+            var details: NotificationDetails?
+            var failure: SendFailure?
+            do { details = try await client.notificationDetails(id: id) } catch { failure = error }
+            // No time left for another ask: this answer is the one to give.
+            let last = ContinuousClock.now + Self.interval > deadline
+            if let failure { try Self.check(failure, hub: hubConfig.connection.baseURL, id: id, final: last) }
+            if let details, details.isFinal || last {
                 print(Self.line(id: id, details))
                 return
             }
