@@ -29,21 +29,19 @@ struct HealthReportingSource: RecordSource {
 
     func setRebalanceHandlers(_ handlers: RebalanceHandlers) {
         let monitor = self.monitor
-        base.setRebalanceHandlers(
-            RebalanceHandlers(
-                onAssign: { partitions in
-                    monitor.assigned(partitions)
-                    handlers.onAssign(partitions)
-                },
-                onRevoke: { partitions in
-                    // The pipeline commits first; the partitions count as owned until they have gone.
-                    let offsets = handlers.onRevoke(partitions)
-                    monitor.revoked(partitions)
-                    return offsets
-                },
-                onRevokeCommitFailed: handlers.onRevokeCommitFailed
-            )
-        )
+        // A copy with two handlers wrapped: whatever else the pipeline handles passes through as it is.
+        var watched = handlers
+        watched.onAssign = { partitions in
+            monitor.assigned(partitions)
+            handlers.onAssign(partitions)
+        }
+        watched.onRevoke = { partitions in
+            // The pipeline commits first; the partitions count as owned until they have gone.
+            let offsets = handlers.onRevoke(partitions)
+            monitor.revoked(partitions)
+            return offsets
+        }
+        base.setRebalanceHandlers(watched)
     }
 
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {

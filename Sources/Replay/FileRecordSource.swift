@@ -53,16 +53,13 @@ struct NonCommittingSource: RecordSource {
     let base: any RecordSource
 
     func setRebalanceHandlers(_ handlers: RebalanceHandlers) {
-        base.setRebalanceHandlers(
-            RebalanceHandlers(
-                onAssign: handlers.onAssign,
-                onRevoke: {
-                    _ = handlers.onRevoke($0)
-                    return []
-                },
-                onRevokeCommitFailed: handlers.onRevokeCommitFailed
-            )
-        )
+        // A copy with the revoke's offsets dropped: the rest passes through as it is.
+        var dry = handlers
+        dry.onRevoke = {
+            _ = handlers.onRevoke($0)
+            return []
+        }
+        base.setRebalanceHandlers(dry)
     }
 
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
