@@ -279,7 +279,7 @@ import Testing
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1"))
         rig.clock.advance(by: .milliseconds(25))
-        guard case .delivered = await rig.sender.deliver(send) else {
+        guard case .delivered = await SendPath.started.send(send, through: rig.sender) else {
             Issue.record("not delivered")
             return
         }
@@ -326,7 +326,7 @@ import Testing
         let service = Task { try await rig.canary.run() }
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1", deadlineIn: 2_000))
-        guard case .hubUnavailable = await rig.sender.deliver(send) else {
+        guard case .hubUnavailable = await SendPath.started.send(send, through: rig.sender) else {
             Issue.record("a 401 did not hold the send")
             return
         }
@@ -341,7 +341,7 @@ import Testing
         let service = Task { try await rig.canary.run() }
         defer { service.cancel() }
         let send = try rig.send(for: rig.request("c1"))
-        guard case .finishedElsewhere = await rig.sender.deliver(send) else {
+        guard case .finishedElsewhere = await SendPath.started.send(send, through: rig.sender) else {
             Issue.record("a refused canary was dead-lettered or held")
             return
         }

@@ -103,7 +103,9 @@ import Testing
         #expect(none == nil && sends.first?.staleAt == nil)
     }
 
-    @Test func aSendPastItsDeadlineIsDeadLetteredWithoutARequest() async throws {
+    @Test(arguments: SendPath.allCases) func aSendPastItsDeadlineIsDeadLetteredWithoutARequest(
+        path: SendPath
+    ) async throws {
         let requests = Mutex(0)
         let transport = InMemoryTransport { _ in
             requests.withLock { $0 += 1 }
@@ -130,21 +132,58 @@ import Testing
             priority: .breaking,
             staleAt: Self.now - 1
         )
-        guard case .failed(let record) = await sender.deliver(stale) else {
+        guard case .failed(let record) = await path.send(stale, through: sender) else {
             Issue.record("a stale send was not dead-lettered")
             return
         }
         #expect(record.reason == "stale")
         #expect(requests.withLock { $0 } == 0)
         let fresh = NewsSend(planned: planned, itemID: "f", category: "World", source: source, staleAt: Self.now + 60)
-        guard case .delivered = await sender.deliver(fresh) else {
+        guard case .delivered = await path.send(fresh, through: sender) else {
             Issue.record("a fresh send was not delivered")
             return
         }
         #expect(requests.withLock { $0 } == 1)
     }
 
-    @Test func a5xxGoesAgainWhileFreshAndIsDeadLetteredAsServerErrorOncePastItsBound() async throws {
+    @Test func aCopyOfAPairInFlightIsNotStartedButWaitsForItInATask() async throws {
+        let transport = InMemoryTransport(status: 201)
+        let connection = try ConnectionString(
+            parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
+        )
+        let sender = HubSender(
+            configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"),
+            transport: transport,
+            delivered: DeliveredSends(capacity: 10),
+            metrics: PipelineMetrics(categories: ["World"]),
+            logger: Self.logger,
+            clock: { Self.now }
+        )
+        let send = NewsSend(
+            planned: PlannedSend(tagExpression: "World", properties: [("messageParam", "m")]),
+            itemID: "s",
+            category: "World",
+            source: message(#"{"id":"s","headline":"h"}"#)
+        )
+        // Another partition's copy of the same pair is being sent.
+        #expect(sender.delivered.tryClaim(send.deliveryKey) == .send)
+        #expect(!sender.start(send) { _ in Issue.record("a copy was started beside the one in flight") })
+        let copy = Task { await sender.deliver(send) }
+        while sender.delivered.waiting(send.deliveryKey) == 0 { await Task.yield() }
+        sender.delivered.finished(send.deliveryKey, accepted: true)
+        guard case .delivered = await copy.value else {
+            Issue.record("the copy did not end as delivered")
+            return
+        }
+        // Once accepted, a started copy ends at once as delivered.
+        guard case .delivered = await SendPath.started.send(send, through: sender) else {
+            Issue.record("a started copy of an accepted pair was sent again")
+            return
+        }
+    }
+
+    @Test(arguments: SendPath.allCases)
+    func a5xxGoesAgainWhileFreshAndIsDeadLetteredAsServerErrorOncePastItsBound(path: SendPath) async throws {
         let now = Mutex(Self.now)
         let transport = InMemoryTransport(status: 503)
         let connection = try ConnectionString(
@@ -167,14 +206,14 @@ import Testing
             source: message(#"{"id":"s","headline":"h"}"#),
             staleAt: Self.now + 60
         )
-        guard case .hubUnavailable(_, let noAnswer) = await sender.deliver(send) else {
+        guard case .hubUnavailable(_, let noAnswer) = await path.send(send, through: sender) else {
             Issue.record("a fresh send answered 503 was dead-lettered")
             return
         }
         #expect(noAnswer, "goes again as an unanswered send would: held only if the hub fails for the others too")
         // Its bound passes before it goes again: dead-lettered with the hub's last answer, not a bare `stale`.
         now.withLock { $0 += 61 }
-        guard case .failed(let record) = await sender.deliver(send) else {
+        guard case .failed(let record) = await path.send(send, through: sender) else {
             Issue.record("a send past its bound was not dead-lettered")
             return
         }
@@ -184,10 +223,31 @@ import Testing
         )
         // Without a bound (--max-age 0, no expiresAt), a 5xx after its retries is dead-lettered at once, as before.
         let unbounded = NewsSend(planned: send.planned, itemID: "u", category: "World", source: send.source)
-        guard case .failed(let other) = await sender.deliver(unbounded) else {
+        guard case .failed(let other) = await path.send(unbounded, through: sender) else {
             Issue.record("a send with no bound was retried for ever")
             return
         }
         #expect(other.reason == "server-error")
+    }
+}
+
+/// The two ways the pipeline hands a send to the hub sender: they must end alike.
+enum SendPath: CaseIterable, Sendable {
+    /// `deliver`, in a task (retries, a copy waiting for another in flight, every test double).
+    case task
+    /// `start`, with no task: the usual path in `run`.
+    case started
+
+    func send(_ send: NewsSend, through sender: HubSender) async -> PipelineEngine<NewsSend>.Outcome {
+        switch self {
+        case .task:
+            return await sender.deliver(send)
+        case .started:
+            return await withCheckedContinuation { continuation in
+                guard !sender.start(send, finished: { continuation.resume(returning: $0) }) else { return }
+                Issue.record("a send that waits for nobody was not started")
+                Task { continuation.resume(returning: await sender.deliver(send)) }
+            }
+        }
     }
 }

@@ -152,6 +152,56 @@ import Testing
         if case .failure(let error as TransportError) = result { #expect(error.kind == .cancelled) }
     }
 
+    @Test func startedRequestsCompleteOnTheLoopThreadAndCancelAllEndsTheUnanswered() async throws {
+        // Half the requests are answered at once, the rest after two minutes: those can only end by
+        // being cancelled.
+        let server = try ScriptedHTTPServer { request, _ in
+            request.requestLine.contains("/slow") ? .init(status: 201, delay: .seconds(120)) : .init(status: 201)
+        }
+        let transport = CurlTransport(logger: Self.logger)
+        let (ended, ending) = AsyncStream.makeStream(of: (String, Result<HTTPResponse, TransportError>).self)
+        for i in 0..<20 {
+            let path = i.isMultiple(of: 2) ? "fast" : "slow"
+            transport.start(HTTPRequest(method: .get, url: server.baseURL + path, timeout: .seconds(300))) {
+                ending.yield((path, $0))
+            }
+        }
+        var results: [(String, Result<HTTPResponse, TransportError>)] = []
+        var iterator = ended.makeAsyncIterator()
+        while results.count < 10, let next = await iterator.next() { results.append(next) }
+        #expect(results.allSatisfy { $0.0 == "fast" && (try? $0.1.get().status) == 201 })
+        while server.requests.count < 20 { try await Task.sleep(for: .milliseconds(10)) }
+        transport.cancelAll()
+        while results.count < 20, let next = await iterator.next() { results.append(next) }
+        let slow = results.dropFirst(10)
+        #expect(
+            slow.allSatisfy { path, result in
+                guard path == "slow", case .failure(let error) = result else { return false }
+                return error.kind == .cancelled
+            }
+        )
+        // The transport goes on after cancelAll.
+        let after = try await transport.send(HTTPRequest(method: .get, url: server.baseURL + "fast"))
+        #expect(after.status == 201)
+    }
+
+    @Test func aTransportKeepingOnlyTheSendHeadersLosesNothingASendReads() async throws {
+        let server = try ScriptedHTTPServer { _, i in
+            i == 0 ? .init(status: 429, headers: [("Retry-After", "7"), ("X-Other", "dropped")]) : Self.created
+        }
+        var configuration = TransportConfiguration()
+        configuration.keptResponseHeaders = NotificationHubClient.sendResponseHeaders
+        let slept = Mutex<[Duration]>([])
+        let hub = try client(
+            server,
+            transport: CurlTransport(configuration: configuration, logger: Self.logger),
+            sleep: { d in slept.withLock { $0.append(d) } }
+        )
+        let result = try await hub.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(slept.withLock { $0 } == [.seconds(7)], "Retry-After was read")
+        #expect(result.notificationID == "5281793523598416" && result.trackingID == "b8d2e5a8-track")
+    }
+
     @Test func throttled429IsRetriedAfterItsRetryAfter() async throws {
         let server = try ScriptedHTTPServer { _, i in
             i == 0 ? .init(status: 429, headers: [("Retry-After", "1")]) : Self.created

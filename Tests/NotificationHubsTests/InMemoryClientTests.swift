@@ -105,4 +105,105 @@ import Testing
         }
         #expect(attempts.withLock { $0 } == 2, "once more with a fresh token, then given up")
     }
+
+    /// What a started send ended with, once its completion ran.
+    func started(
+        _ hub: NotificationHubClient,
+        tagExpression: String = "World"
+    ) async -> Result<SendResult, SendFailure> {
+        await withCheckedContinuation { continuation in
+            hub.startTemplate(properties: [("messageParam", "x")], tagExpression: tagExpression) {
+                continuation.resume(returning: $0)
+            }
+        }
+    }
+
+    @Test func aStartedSendSettledByItsFirstAttemptIsTheSameRequestWithNoTask() async throws {
+        let seen = Mutex<[HTTPRequest]>([])
+        let transport = InMemoryTransport { request in
+            seen.withLock { $0.append(request) }
+            return HTTPResponse(
+                status: 201,
+                headers: [HTTPHeader("location", "https://h/breaking/messages/7?api-version=2020-06")]
+            )
+        }
+        let hub = try client(transport)
+        let result = try await started(hub).get()
+        #expect(result.status == 201 && result.attempts == 1 && result.notificationID == "7")
+        // The same request as the async path builds.
+        _ = try await hub.sendTemplate(properties: [("messageParam", "x")], tagExpression: "World")
+        let requests = seen.withLock { $0 }
+        #expect(requests.count == 2)
+        #expect(requests[0].url == requests[1].url && requests[0].body == requests[1].body)
+        #expect(requests[0].headers == requests[1].headers)
+    }
+
+    @Test func aStartedSendRetriesInATaskAfterItsFirstAttemptAndRefreshesARefusedToken() async throws {
+        let attempt = Mutex(0)
+        let transport = InMemoryTransport { _ throws(TransportError) in
+            let n = attempt.withLock {
+                $0 += 1
+                return $0
+            }
+            if n == 1 { return HTTPResponse(status: 401) }
+            if n == 2 { return HTTPResponse(status: 503) }
+            return HTTPResponse(status: 201)
+        }
+        let sleeps = Sleeps()
+        let hub = try client(transport, sleeps: sleeps)
+        let result = try await started(hub).get()
+        #expect(result.attempts == 3)
+        // No wait after the 401; after the 503 (the second attempt), half of 2 s.
+        #expect(sleeps.list.withLock { $0 } == [.seconds(1)])
+        #expect(hub.tokens.mintCount == 2, "a token minted again for the 401")
+    }
+
+    @Test func aStartedSendFailsAsTheAsyncOneDoes() async throws {
+        let transport = InMemoryTransport(status: 400)
+        let hub = try client(transport)
+        guard case .failure(let error) = await started(hub) else {
+            Issue.record("a 400 was taken for a success")
+            return
+        }
+        #expect(error.reason == .badRequest && error.attempts == 1 && error.owner == .item)
+        guard case .failure(let invalid) = await started(hub, tagExpression: "World &&") else {
+            Issue.record("an invalid expression was sent")
+            return
+        }
+        #expect(invalid.reason == .invalid && invalid.attempts == 0)
+    }
+
+    @Test func cancelAllEndsAStartedSendWaitingToRetry() async throws {
+        let transport = InMemoryTransport(status: 503)
+        let connection = try ConnectionString(
+            parsing:
+                "Endpoint=sb://hubcast-ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=\(Self.key)"
+        )
+        let backingOff = AsyncStream.makeStream(of: Void.self)
+        let hub = NotificationHubClient(
+            configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"),
+            transport: transport,
+            logger: Logger(label: "t"),
+            // A backoff that lasts until it is cancelled.
+            sleep: { _ in
+                backingOff.continuation.yield()
+                try await Task.sleep(for: .seconds(3600))
+            }
+        )
+        async let result = started(hub)
+        var waits = backingOff.stream.makeAsyncIterator()
+        _ = await waits.next()
+        hub.cancelAll()
+        guard case .failure(let error) = await result else {
+            Issue.record("a cancelled send succeeded")
+            return
+        }
+        #expect(error.reason == .cancelled && error.owner == .nobody && error.attempts == 1)
+        // A send started after cancelAll whose first attempt fails is not retried either.
+        guard case .failure(let later) = await started(hub) else {
+            Issue.record("a 503 was taken for a success")
+            return
+        }
+        #expect(later.reason == .cancelled)
+    }
 }

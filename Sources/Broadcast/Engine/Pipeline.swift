@@ -56,8 +56,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
     let clock: C
     let origin: C.Instant
     /// Events in the order they happened, each stamped with when (not when the loop gets to it).
-    let events: AsyncStream<(Event, Duration)>
-    let stream: AsyncStream<(Event, Duration)>.Continuation
+    let events = EventInbox<(Event, Duration)>()
     let revokes: RevokeRendezvous
     /// Puts an event on the loop's stream, stamped with the time it happened.
     let post: @Sendable (Event) -> Void
@@ -85,7 +84,6 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         self.logger = logger
         self.clock = clock
         origin = clock.now
-        (events, stream) = AsyncStream.makeStream(of: (Event, Duration).self)
         let revokes = RevokeRendezvous(
             timeout: configuration.revokeLimit ?? configuration.engine.revokeTimeout + .seconds(5),
             gaveUp: { partitions in
@@ -104,8 +102,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             }
         )
         self.revokes = revokes
-        let post: @Sendable (Event) -> Void = { [stream, origin, clock] in
-            stream.yield(($0, origin.duration(to: clock.now)))
+        let post: @Sendable (Event) -> Void = { [events, origin, clock] in
+            events.post(($0, origin.duration(to: clock.now)))
         }
         self.post = post
         source.setRebalanceHandlers(
@@ -145,11 +143,16 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 // The pacer's next token, when a send waits for one: a timer wakes the engine then,
                 // finer than the tick. One timer at a time; a later one is left to run out.
                 var wake: Duration?
-                for await (event, time) in events where !finished {
-                    if case .wake(let at) = event, at == wake { wake = nil }
-                    let actions = handle(event, at: time, engine: &engine, preparer: &preparer, book: &book)
-                    finished = await perform(actions, engine: engine, group: &group)
-                    if !finished, let at = engine.wakeAt(now: time), at < wake ?? .seconds(Int64.max) {
+                var batch: [(Event, Duration)] = []
+                while await events.take(into: &batch) {
+                    for (event, time) in batch where !finished {
+                        if case .wake(let at) = event, at == wake { wake = nil }
+                        let actions = handle(event, at: time, engine: &engine, preparer: &preparer, book: &book)
+                        finished = await perform(actions, engine: engine, group: &group)
+                    }
+                    if !finished, let time = batch.last?.1, let at = engine.wakeAt(now: time),
+                        at < wake ?? .seconds(Int64.max)
+                    {
                         wake = at
                         group.addTask {
                             try? await self.clock.sleep(until: self.origin.advanced(by: at), tolerance: nil)
@@ -157,7 +160,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                         }
                     }
                 }
-                // The stream ends only when this task is cancelled: finish with what is finished.
+                // The inbox ends early only when this task is cancelled: finish with what is finished.
                 if !finished { _ = await perform(engine.cancelled(), engine: engine, group: &group) }
                 group.cancelAll()
             }
@@ -233,9 +236,12 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         for action in actions {
             switch action {
             case .send(let id, let send):
-                group.addTask {
-                    let outcome = await self.sender.deliver(send)
-                    self.post(.sendFinished(id, outcome))
+                let post = self.post
+                if !sender.start(send, finished: { post(.sendFinished(id, $0)) }) {
+                    group.addTask {
+                        let outcome = await self.sender.deliver(send)
+                        self.post(.sendFinished(id, outcome))
+                    }
                 }
             case .writeDeadLetter(let id, let record):
                 group.addTask {
@@ -281,11 +287,13 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                     metadata: ["sendsInFlight": "\(engine.sendsInFlight)"]
                 )
                 group.cancelAll()
+                sender.abandonStarted()
             case .finish(let offsets):
                 // The others take this instance's share now, not when its reports age.
                 if let quota { quota.exchange.publish(report(engine, quota, now: now(), leaving: true)) }
                 refreshGauges(engine)
                 group.cancelAll()
+                sender.abandonStarted()
                 await finish(committing: offsets)
                 return true
             }
@@ -330,7 +338,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         }
         // A revoke that comes after the run (the consumer leaving its group) commits what is left.
         revokes.close(leftover: leftover)
-        stream.finish()
+        events.finish()
     }
 
     private func commit(_ offsets: [TopicPartitionOffset]) async -> Bool {

@@ -43,12 +43,27 @@ public enum AttemptFailure: Sendable, Equatable {
 public protocol Sender: Sendable {
     associatedtype Send: Sendable
     func deliver(_ send: Send) async -> PipelineEngine<Send>.Outcome
+    /// Starts `send` without a task of its own where it can: `finished` then hears how it ended,
+    /// once, from any thread. False when it cannot: the pipeline runs `deliver` in a task.
+    func start(_ send: Send, finished: @escaping @Sendable (PipelineEngine<Send>.Outcome) -> Void) -> Bool
+    /// For shutdown: ends every send `start` began and has not finished (as `.abandoned` unless
+    /// it ended otherwise first).
+    func abandonStarted()
     /// An attempt failed while its send still retries; the pipeline installs this, so the engine
     /// stops starting sends when the hub stops answering, without waiting for every retry of the
     /// sends in flight. (Throttling is not heard here: a throttled send ends, for the pacer.)
     func onAttemptFailed(_ listener: @escaping @Sendable (AttemptFailure) -> Void)
     /// Brings the sender's own gauges up to date (called on every tick, off the send path).
     func refreshMetrics()
+}
+
+extension Sender {
+    /// Every send in a task of its own, which the pipeline cancels to abandon it.
+    public func start(_ send: Send, finished: @escaping @Sendable (PipelineEngine<Send>.Outcome) -> Void) -> Bool {
+        false
+    }
+
+    public func abandonStarted() {}
 }
 
 /// Carries reports between the instances that send to one hub, so that they share its quota:

@@ -26,6 +26,12 @@ public final class DeliveredSends: Sendable {
         state.withLock { $0.delivered.contains(key) }
     }
 
+    /// Claims the pair for one send without waiting: nil while another send of it is in flight.
+    /// Every `.send` must be followed by `finished`.
+    func tryClaim(_ key: Int) -> Claim? {
+        state.withLock { $0.claim(key) }
+    }
+
     /// Claims the pair for one send; waits while another send of it is in flight. Every `.send`
     /// must be followed by `finished`.
     func claim(_ key: Int) async -> Claim {

@@ -40,9 +40,7 @@ public final class HubSender: Sender {
     ) {
         self.targets = Priority.allCases.map { targets[$0]?.inMilliseconds }
         let listener = attemptListener
-        var configuration = configuration
-        configuration.retry.retriesThrottling = false
-        client = NotificationHubClient(
+        client = Self.client(
             configuration: configuration,
             transport: transport,
             logger: logger,
@@ -54,6 +52,25 @@ public final class HubSender: Sender {
         self.metrics = metrics
         self.logger = logger
         self.clock = clock
+    }
+
+    /// The client for sends the engine paces (`run`, `replay`): a throttled send ends at once, and
+    /// the engine holds it for its own `Retry-After` while its pacer decides about the rest. The
+    /// one place the pipeline sets the client's retry policy; every other rule is the client's.
+    public static func client(
+        configuration: NotificationHubConfiguration,
+        transport: any HTTPTransport,
+        logger: Logger,
+        attemptFailed: @escaping @Sendable (FailureReason, _ status: Int?) -> Void = { _, _ in }
+    ) -> NotificationHubClient {
+        var configuration = configuration
+        configuration.retry.retriesThrottling = false
+        return NotificationHubClient(
+            configuration: configuration,
+            transport: transport,
+            logger: logger,
+            attemptFailed: attemptFailed
+        )
     }
 
     /// Takes the send's last 5xx out of the map, if it has one there.
@@ -79,23 +96,7 @@ public final class HubSender: Sender {
     }
 
     public func deliver(_ send: NewsSend) async -> PipelineEngine<NewsSend>.Outcome {
-        // Waited past its deadline (behind others, for the hub, for a Retry-After): never sent.
-        if let staleAt = send.staleAt, clock() >= staleAt {
-            let last = forgetServerError(of: send)
-            return classify(
-                last
-                    ?? SendFailure(
-                        reason: .stale,
-                        status: nil,
-                        message: "its deadline passed while it waited to be sent",
-                        attempts: 0,
-                        throttledAttempts: 0,
-                        firstAttemptAt: 0,
-                        lastAttemptAt: 0
-                    ),
-                of: send
-            )
-        }
+        if let stale = staleBeforeSending(send) { return stale }
         // A copy of this (item, audience) from another partition may be in flight: wait for it.
         if await delivered.claim(send.deliveryKey) == .duplicate {
             metrics.duplicates.increment()
@@ -107,6 +108,66 @@ public final class HubSender: Sender {
                 tagExpression: send.planned.tagExpression,
                 deadline: send.staleAt
             )
+            return conclude(send, .success(result))
+        } catch {
+            return conclude(send, .failure(error))
+        }
+    }
+
+    /// The usual path: no task, no continuation. The client's first attempt settles most sends on
+    /// libcurl's thread, which tells the pipeline at once. A copy of a pair that is in flight
+    /// must wait for it, which only `deliver` can.
+    public func start(
+        _ send: NewsSend,
+        finished: @escaping @Sendable (PipelineEngine<NewsSend>.Outcome) -> Void
+    ) -> Bool {
+        if let stale = staleBeforeSending(send) {
+            finished(stale)
+            return true
+        }
+        switch delivered.tryClaim(send.deliveryKey) {
+        case nil: return false
+        case .duplicate:
+            metrics.duplicates.increment()
+            finished(.delivered)
+        case .send:
+            client.startTemplate(
+                properties: send.planned.properties,
+                tagExpression: send.planned.tagExpression,
+                deadline: send.staleAt
+            ) { [self] result in finished(conclude(send, result)) }
+        }
+        return true
+    }
+
+    public func abandonStarted() { client.cancelAll() }
+
+    /// Waited past its deadline (behind others, for the hub, for a Retry-After): never sent.
+    private func staleBeforeSending(_ send: NewsSend) -> PipelineEngine<NewsSend>.Outcome? {
+        guard let staleAt = send.staleAt, clock() >= staleAt else { return nil }
+        let last = forgetServerError(of: send)
+        return classify(
+            last
+                ?? SendFailure(
+                    reason: .stale,
+                    status: nil,
+                    message: "its deadline passed while it waited to be sent",
+                    attempts: 0,
+                    throttledAttempts: 0,
+                    firstAttemptAt: 0,
+                    lastAttemptAt: 0
+                ),
+            of: send
+        )
+    }
+
+    /// How a claimed send ended, counted.
+    private func conclude(
+        _ send: NewsSend,
+        _ result: Result<SendResult, SendFailure>
+    ) -> PipelineEngine<NewsSend>.Outcome {
+        switch result {
+        case .success(let result):
             delivered.finished(send.deliveryKey, accepted: true)
             _ = forgetServerError(of: send)
             if send.isCanary {
@@ -125,7 +186,7 @@ public final class HubSender: Sender {
             // Counted last: whoever sees it counted sees its latencies recorded (the demo waits on it).
             metrics.sent.increment()
             return .delivered
-        } catch {
+        case .failure(let error):
             delivered.finished(send.deliveryKey, accepted: false)
             // A throttled send goes again once its Retry-After is over: that is a retry too.
             metrics.retried.increment(by: max(0, error.attempts - 1) + (error.owner == .throttling ? 1 : 0))

@@ -36,8 +36,7 @@ public enum PipelineService {
     ) -> HubSender {
         var transport = transport
         transport.maxConnectionsPerHost = min(configuration.concurrency, 512)
-        // All a send reads of the hub's answer (NotificationHubClient.accepted and its retries).
-        transport.keptResponseHeaders = ["location", "trackingid", "retry-after"]
+        transport.keptResponseHeaders = NotificationHubClient.sendResponseHeaders
         return HubSender(
             configuration: hub,
             transport: CurlTransport(configuration: transport, logger: logger),

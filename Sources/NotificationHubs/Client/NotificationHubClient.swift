@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import TextFormats
 
 /// Sends notifications to one hub and manages its registrations and installations.
@@ -10,13 +11,14 @@ public final class NotificationHubClient: Sendable {
     public let configuration: NotificationHubConfiguration
     public let tokens: TokenProvider
     private let transport: any HTTPTransport
-    private let logger: Logger
+    let logger: Logger
     private let sleep: @Sendable (Duration) async throws -> Void
-    private let random: @Sendable () -> Double
-    private let clock: @Sendable () -> Double
-    private let attemptFailed: @Sendable (FailureReason, _ status: Int?) -> Void
+    let random: @Sendable () -> Double
+    let clock: @Sendable () -> Double
+    let attemptFailed: @Sendable (FailureReason, _ status: Int?) -> Void
     // Built once: every send goes to the same URL.
     private let messagesURL: String
+    private let retries = Mutex(RetryTasks())
 
     /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests;
     /// `attemptFailed` hears every attempt that will be retried, with its HTTP status (nil: no answer);
@@ -44,6 +46,10 @@ public final class NotificationHubClient: Sendable {
             now: { Int64(clock()) }
         )
     }
+
+    /// Every response header a send reads (`SendResult`'s, and `Retry-After` for its retries),
+    /// lower-case: a transport may keep only these (`TransportConfiguration.keptResponseHeaders`).
+    public static let sendResponseHeaders: Set<String> = ["location", "trackingid", "retry-after"]
 
     // MARK: Sends
 
@@ -113,21 +119,30 @@ public final class NotificationHubClient: Sendable {
         extraHeaders: [HTTPHeader],
         deadline: Double? = nil
     ) async throws(SendFailure) -> SendResult {
+        let request = sendRequest(format: format, body: body, tagExpression: tagExpression, extraHeaders: extraHeaders)
+        return try await accepted(perform(request, deadline: deadline))
+    }
+
+    private func sendRequest(
+        format: String,
+        body: [UInt8],
+        tagExpression: String?,
+        extraHeaders: [HTTPHeader]
+    ) -> HTTPRequest {
         var headers: [HTTPHeader] = []
-        // Room for perform's two, so that a send's headers are one allocation.
+        // Room for the token and the API version, so that a send's headers are one allocation.
         headers.reserveCapacity(5 + extraHeaders.count)
         headers.append(HTTPHeader("Content-Type", "application/json;charset=utf-8"))
         headers.append(HTTPHeader("ServiceBusNotification-Format", format))
         if let tagExpression { headers.append(HTTPHeader("ServiceBusNotification-Tags", tagExpression)) }
         headers += extraHeaders
-        let request = HTTPRequest(
+        return HTTPRequest(
             method: .post,
             url: messagesURL,
             headers: headers,
             body: body,
             timeout: configuration.requestTimeout
         )
-        return try await accepted(perform(request, deadline: deadline))
     }
 
     private func accepted(_ outcome: (HTTPResponse, attempts: Int, throttled: Int)) -> SendResult {
@@ -175,149 +190,267 @@ public final class NotificationHubClient: Sendable {
         _ request: consuming HTTPRequest,
         deadline: Double? = nil
     ) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
-        // Owned, so the two headers below are appended in place, not to a copy, on every attempt.
-        var request = request
-        let callerHeaders = request.headers.count
-        let resource = configuration.resourceURI
-        var token = tokens.token(for: resource)
-        var refreshed = false
-        var attempts = 0
-        var throttled = 0
-        let firstAttemptAt = clock()
-        var status: Int?
-        var message = ""
+        var attempts = RequestAttempts(request, client: self, deadline: deadline)
+        return try await perform(&attempts)
+    }
+
+    /// Goes on with `attempts` from where they are: the whole request in `perform`, the retries of
+    /// a send that `startTemplate` began.
+    private func perform(
+        _ attempts: inout RequestAttempts
+    ) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
         while true {
-            if let deadline, (attempts == 0 ? firstAttemptAt : clock()) >= deadline {
-                throw failure(
-                    .stale,
-                    status,
-                    attempts == 0
-                        ? "its deadline passed before the first attempt"
-                        : "its deadline passed before attempt \(attempts + 1); the last one: \(message)",
-                    attempts,
-                    throttled,
-                    firstAttemptAt
-                )
-            }
-            attempts += 1
-            request.headers.removeSubrange(callerHeaders...)
-            request.headers.append(HTTPHeader("Authorization", token.header))
-            request.headers.append(HTTPHeader("x-ms-version", configuration.apiVersion))
-            let outcome: SendOutcome
-            status = nil
-            var retryAfter: Duration?
+            try attempts.prepare(self)
+            let result: Result<HTTPResponse, TransportError>
             do {
-                let response = try await transport.send(request)
-                status = response.status
-                let retryAfterText = response.header("Retry-After")
-                outcome = SendOutcome.classify(status: response.status, retryAfter: retryAfterText, body: response.body)
-                if outcome == .success { return (response, attempts, throttled) }
-                retryAfter = retryAfterText.flatMap { RetryAfter.parse($0, nowEpochSeconds: clock()) }
-                message = Self.errorDetail(response.body)
+                result = .success(try await transport.send(attempts.request))
             } catch {
-                message = error.description
-                switch error.kind {
-                case .cancelled, .shutDown:
-                    throw failure(
-                        error.kind == .cancelled ? .cancelled : .shutDown,
-                        nil,
-                        message,
-                        attempts,
-                        throttled,
-                        firstAttemptAt
-                    )
-                case .tls:
-                    throw failure(.tls, nil, message, attempts, throttled, firstAttemptAt)
-                case .timeout:
-                    outcome = .retry(.timeout)
-                default:
-                    outcome = .retry(.transport)
-                }
+                result = .failure(error)
             }
-            switch outcome {
-            case .success:
-                preconditionFailure("handled above")
-            case .refreshTokenAndRetry:
-                guard !refreshed else {
-                    throw failure(.unauthorized, status, message, attempts, throttled, firstAttemptAt)
-                }
-                refreshed = true
-                token = tokens.refresh(for: resource, rejected: token)
-            case .retry(let reason):
-                if reason == .throttled {
-                    throttled += 1
-                    guard configuration.retry.retriesThrottling else {
-                        throw failure(
-                            reason,
-                            status,
-                            message,
-                            attempts,
-                            throttled,
-                            firstAttemptAt,
-                            retryAfter: retryAfter.map { min($0, configuration.retry.maxRetryAfter) }
-                        )
-                    }
-                }
-                // Heard per attempt, so that the caller notices a hub that stopped answering while retries are pending.
-                attemptFailed(reason, status)
-                guard attempts < configuration.retry.maxAttempts else {
-                    throw failure(reason, status, message, attempts, throttled, firstAttemptAt)
-                }
-                let delay = configuration.retry.delay(after: attempts, retryAfter: retryAfter, unit: random())
-                if let deadline, clock() + Double(delay.milliseconds) / 1000 >= deadline {
-                    throw failure(
-                        .stale,
-                        status,
-                        "its deadline would pass before the next attempt; the last one: \(message)",
-                        attempts,
-                        throttled,
-                        firstAttemptAt
-                    )
-                }
-                logger.debug(
-                    "Retrying send",
-                    metadata: [
-                        "reason": "\(reason)", "status": "\(status.map(String.init) ?? "-")",
-                        "attempt": "\(attempts)", "delayMs": "\(delay.milliseconds)",
-                    ]
-                )
+            switch try attempts.judge(result, self) {
+            case .accepted(let response): return (response, attempts.count, attempts.throttled)
+            case .again: continue
+            case .after(let delay):
                 do {
                     try await sleep(delay)
                 } catch {
-                    throw failure(
-                        .cancelled,
-                        status,
-                        "cancelled while backing off",
-                        attempts,
-                        throttled,
-                        firstAttemptAt
-                    )
+                    throw attempts.failure(.cancelled, "cancelled while backing off", self)
                 }
-            case .final(let reason):
-                throw failure(reason, status, message, attempts, throttled, firstAttemptAt)
             }
         }
     }
 
-    private func failure(
-        _ reason: FailureReason,
-        _ status: Int?,
-        _ message: String,
-        _ attempts: Int,
-        _ throttled: Int,
-        _ firstAttemptAt: Double,
-        retryAfter: Duration? = nil
-    ) -> SendFailure {
-        SendFailure(
-            reason: reason,
-            status: status,
-            message: message,
-            attempts: attempts,
-            throttledAttempts: throttled,
-            firstAttemptAt: firstAttemptAt,
-            lastAttemptAt: clock(),
-            retryAfter: retryAfter
-        )
+    /// A template send as `sendTemplate` makes it, started without a task: `completion` runs
+    /// once, on the transport's thread when the first attempt settles it (the usual case), else
+    /// after the retries, which go on in a task of their own. `cancelAll` ends them all.
+    public func startTemplate(
+        properties: [(String, String)],
+        tagExpression: String,
+        deadline: Double? = nil,
+        completion: @escaping @Sendable (Result<SendResult, SendFailure>) -> Void
+    ) {
+        let request: HTTPRequest
+        var attempts: RequestAttempts
+        do throws(SendFailure) {
+            try validate(tagExpression)
+            request = sendRequest(
+                format: "template",
+                body: Self.templateBody(properties),
+                tagExpression: tagExpression,
+                extraHeaders: []
+            )
+            attempts = RequestAttempts(request, client: self, deadline: deadline)
+            try attempts.prepare(self)
+        } catch {
+            return completion(.failure(error))
+        }
+        transport.start(attempts.request) { [self, attempts] result in
+            var attempts = attempts
+            do throws(SendFailure) {
+                switch try attempts.judge(result, self) {
+                case .accepted(let response):
+                    completion(.success(accepted((response, attempts.count, attempts.throttled))))
+                case .again:
+                    retryInTask(attempts, after: nil, completion: completion)
+                case .after(let delay):
+                    retryInTask(attempts, after: delay, completion: completion)
+                }
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// For shutdown: ends every send `startTemplate` began and has not finished as `cancelled`,
+    /// and every retry one of them would start from now on.
+    public func cancelAll() {
+        let tasks = retries.withLock { r in
+            r.cancelled = true
+            return Array(r.tasks.values)
+        }
+        for task in tasks { task.cancel() }
+        transport.cancelAll()
+    }
+
+    private func retryInTask(
+        _ attempts: RequestAttempts,
+        after delay: Duration?,
+        completion: @escaping @Sendable (Result<SendResult, SendFailure>) -> Void
+    ) {
+        let id = retries.withLock { r -> UInt64? in
+            guard !r.cancelled else { return nil }
+            r.nextID += 1
+            return r.nextID
+        }
+        guard let id else {
+            return completion(.failure(attempts.failure(.cancelled, "cancelled while backing off", self)))
+        }
+        let task = Task { [self] in
+            defer { _ = retries.withLock { $0.tasks.removeValue(forKey: id) } }
+            var attempts = attempts
+            do throws(SendFailure) {
+                if let delay {
+                    do {
+                        try await sleep(delay)
+                    } catch {
+                        throw attempts.failure(.cancelled, "cancelled while backing off", self)
+                    }
+                }
+                completion(.success(accepted(try await perform(&attempts))))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+        retries.withLock { $0.tasks[id] = task }
+    }
+
+    /// The retries of started sends that went on in tasks, so that `cancelAll` reaches them.
+    struct RetryTasks {
+        var nextID: UInt64 = 0
+        var tasks: [UInt64: Task<Void, Never>] = [:]
+        var cancelled = false
+    }
+
+    /// What one request has been through, attempt after attempt; `judge` decides what comes next
+    /// from an attempt's result. A value: the async loop keeps it across awaits, a started send
+    /// carries it into the transport's completion.
+    struct RequestAttempts: Sendable {
+        var request: HTTPRequest
+        /// The caller's headers; the token and the API version follow them on every attempt.
+        let callerHeaders: Int
+        let deadline: Double?
+        let resource: String
+        var token: SASToken
+        var refreshed = false
+        var count = 0
+        var throttled = 0
+        let firstAttemptAt: Double
+        var status: Int?
+        var message = ""
+
+        /// What to do after an attempt.
+        enum Next {
+            case accepted(HTTPResponse)
+            /// At once (a fresh token).
+            case again
+            case after(Duration)
+        }
+
+        init(_ request: consuming HTTPRequest, client: NotificationHubClient, deadline: Double?) {
+            self.request = request
+            callerHeaders = self.request.headers.count
+            self.deadline = deadline
+            resource = client.configuration.resourceURI
+            token = client.tokens.token(for: resource)
+            firstAttemptAt = client.clock()
+        }
+
+        /// Readies the next attempt: its headers, or the send's end if its deadline came.
+        mutating func prepare(_ client: NotificationHubClient) throws(SendFailure) {
+            if let deadline, (count == 0 ? firstAttemptAt : client.clock()) >= deadline {
+                throw failure(
+                    .stale,
+                    count == 0
+                        ? "its deadline passed before the first attempt"
+                        : "its deadline passed before attempt \(count + 1); the last one: \(message)",
+                    client
+                )
+            }
+            count += 1
+            request.headers.removeSubrange(callerHeaders...)
+            request.headers.append(HTTPHeader("Authorization", token.header))
+            request.headers.append(HTTPHeader("x-ms-version", client.configuration.apiVersion))
+            status = nil
+        }
+
+        /// Classifies the attempt's result as Notification Hubs' documentation says, and says
+        /// what comes next; throws the send's failure when there is no next.
+        mutating func judge(
+            _ result: Result<HTTPResponse, TransportError>,
+            _ client: NotificationHubClient
+        ) throws(SendFailure) -> Next {
+            let outcome: SendOutcome
+            var retryAfter: Duration?
+            switch result {
+            case .success(let response):
+                status = response.status
+                let retryAfterText = response.header("Retry-After")
+                outcome = SendOutcome.classify(status: response.status, retryAfter: retryAfterText, body: response.body)
+                if outcome == .success { return .accepted(response) }
+                retryAfter = retryAfterText.flatMap { RetryAfter.parse($0, nowEpochSeconds: client.clock()) }
+                message = NotificationHubClient.errorDetail(response.body)
+            case .failure(let error):
+                message = error.description
+                switch error.kind {
+                case .cancelled: throw failure(.cancelled, message, client)
+                case .shutDown: throw failure(.shutDown, message, client)
+                case .tls: throw failure(.tls, message, client)
+                case .timeout: outcome = .retry(.timeout)
+                default: outcome = .retry(.transport)
+                }
+            }
+            let policy = client.configuration.retry
+            switch outcome {
+            case .success:
+                preconditionFailure("handled above")
+            case .refreshTokenAndRetry:
+                guard !refreshed else { throw failure(.unauthorized, message, client) }
+                refreshed = true
+                token = client.tokens.refresh(for: resource, rejected: token)
+                return .again
+            case .final(let reason):
+                throw failure(reason, message, client)
+            case .retry(let reason):
+                if reason == .throttled {
+                    throttled += 1
+                    guard policy.retriesThrottling else {
+                        throw failure(
+                            reason,
+                            message,
+                            client,
+                            retryAfter: retryAfter.map { min($0, policy.maxRetryAfter) }
+                        )
+                    }
+                }
+                // Heard per attempt, so that the caller notices a hub that stopped answering while retries are pending.
+                client.attemptFailed(reason, status)
+                guard count < policy.maxAttempts else { throw failure(reason, message, client) }
+                let delay = policy.delay(after: count, retryAfter: retryAfter, unit: client.random())
+                if let deadline, client.clock() + Double(delay.milliseconds) / 1000 >= deadline {
+                    throw failure(
+                        .stale,
+                        "its deadline would pass before the next attempt; the last one: \(message)",
+                        client
+                    )
+                }
+                client.logger.debug(
+                    "Retrying send",
+                    metadata: [
+                        "reason": "\(reason)", "status": "\(status.map(String.init) ?? "-")",
+                        "attempt": "\(count)", "delayMs": "\(delay.milliseconds)",
+                    ]
+                )
+                return .after(delay)
+            }
+        }
+
+        func failure(
+            _ reason: FailureReason,
+            _ message: String,
+            _ client: NotificationHubClient,
+            retryAfter: Duration? = nil
+        ) -> SendFailure {
+            SendFailure(
+                reason: reason,
+                status: status,
+                message: message,
+                attempts: count,
+                throttledAttempts: throttled,
+                firstAttemptAt: firstAttemptAt,
+                lastAttemptAt: client.clock(),
+                retryAfter: retryAfter
+            )
+        }
     }
 
     /// The `<Detail>` of NH's XML error body as the service wrote it (references decoded), else the body's start.

@@ -13,6 +13,8 @@ final class CurlEventLoop: @unchecked Sendable {
     private struct Inbox {
         var submitted: [Transfer] = []
         var cancelled: [Transfer] = []
+        /// Every transfer in flight, and every one submitted before this was set, is to be cancelled.
+        var cancelEverything = false
         var stopping = false
     }
 
@@ -74,6 +76,15 @@ final class CurlEventLoop: @unchecked Sendable {
         wakeIfPolling()
     }
 
+    /// Ends every transfer submitted so far as cancelled (those submitted later go ahead).
+    func cancelAll() {
+        inbox.withLock { inbox in
+            for transfer in inbox.submitted { transfer.cancelRequested.store(true, ordering: .releasing) }
+            inbox.cancelEverything = true
+        }
+        wakeIfPolling()
+    }
+
     func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         inbox.withLock { $0.stopping = true }
@@ -92,10 +103,14 @@ final class CurlEventLoop: @unchecked Sendable {
         var submitted: [Transfer] = []
         var cancelled: [Transfer] = []
         while true {
-            let stopping = inbox.withLock { inbox in
+            let (stopping, cancelEverything) = inbox.withLock { inbox in
                 swap(&submitted, &inbox.submitted)
                 swap(&cancelled, &inbox.cancelled)
-                return inbox.stopping
+                defer { inbox.cancelEverything = false }
+                return (inbox.stopping, inbox.cancelEverything)
+            }
+            if cancelEverything {
+                for easy in Array(active.keys) { complete(easy, with: .failure(Self.cancelledError)) }
             }
             for transfer in submitted {
                 if transfer.cancelRequested.load(ordering: .acquiring) {
@@ -115,7 +130,8 @@ final class CurlEventLoop: @unchecked Sendable {
             curl_multi_perform(multi, &running)
             readCompletions()
             polling.store(true, ordering: .sequentiallyConsistent)
-            if inbox.withLock({ $0.submitted.isEmpty && $0.cancelled.isEmpty && !$0.stopping }) {
+            if inbox.withLock({ $0.submitted.isEmpty && $0.cancelled.isEmpty && !$0.stopping && !$0.cancelEverything })
+            {
                 curl_multi_poll(multi, nil, 0, 1000, nil)
             }
             polling.store(false, ordering: .sequentiallyConsistent)

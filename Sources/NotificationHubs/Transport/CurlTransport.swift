@@ -25,18 +25,33 @@ public final class CurlTransport: HTTPTransport {
     /// Performs one request; cancelling the calling task aborts the transfer.
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         let transfer = Transfer(request: request)
-        let loop = loops[Int(next.add(1, ordering: .relaxed).oldValue % UInt(loops.count))]
+        let loop = nextLoop()
         let result = await withTaskCancellationHandler {
-            // Unsafe, not checked: `Transfer.finish` resumes exactly once, and the checked kind
+            // Unsafe, not checked: the completion runs exactly once, and the checked kind
             // allocates a canary object per send.
             await withUnsafeContinuation { continuation in
-                transfer.continuation = continuation
+                transfer.completion = { continuation.resume(returning: $0) }
                 loop.submit(transfer)
             }
         } onCancel: {
             loop.cancel(transfer)
         }
         return try result.get()
+    }
+
+    public func start(
+        _ request: HTTPRequest,
+        completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
+    ) {
+        let transfer = Transfer(request: request)
+        transfer.completion = completion
+        nextLoop().submit(transfer)
+    }
+
+    public func cancelAll() { for loop in loops { loop.cancelAll() } }
+
+    private func nextLoop() -> CurlEventLoop {
+        loops[Int(next.add(1, ordering: .relaxed).oldValue % UInt(loops.count))]
     }
 
     /// Connections opened so far (for tests and metrics: keep-alive shows as a small number).
@@ -49,11 +64,11 @@ public final class CurlTransport: HTTPTransport {
 /// One request on its way through the loop.
 ///
 /// Unchecked: its mutable fields are set by the submitter before `submit` (whose inbox lock hands
-/// them over) and touched afterwards only by the loop thread, which resumes the continuation once,
-/// in `finish`; `cancelRequested` is atomic for the cancelling task. Exercised by `ClientTests`.
+/// them over) and touched afterwards only by the loop thread, which runs the completion once, in
+/// `finish`; `cancelRequested` is atomic for the cancelling task. Exercised by `ClientTests`.
 final class Transfer: @unchecked Sendable {
     let request: HTTPRequest
-    var continuation: UnsafeContinuation<Result<HTTPResponse, TransportError>, Never>?
+    var completion: (@Sendable (Result<HTTPResponse, TransportError>) -> Void)?
     var easy: UnsafeMutableRawPointer?
     /// The loop's cached list of this request's headers, released when the transfer completes.
     var headerList: HeaderListCache.List?
@@ -76,11 +91,12 @@ final class Transfer: @unchecked Sendable {
 
     init(request: HTTPRequest) { self.request = request }
 
-    /// Resumes the sender exactly once and frees the body copy libcurl was pointed at.
+    /// Tells the sender exactly once and frees the body copy libcurl was pointed at.
     func finish(_ result: Result<HTTPResponse, TransportError>) {
         body?.deallocate()
         body = nil
-        continuation?.resume(returning: result)
-        continuation = nil
+        let completion = self.completion
+        self.completion = nil
+        completion?(result)
     }
 }

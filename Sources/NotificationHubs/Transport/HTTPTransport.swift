@@ -4,6 +4,14 @@
 public protocol HTTPTransport: Sendable {
     /// Performs one request; cancelling the calling task aborts it.
     func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+
+    /// Starts one request and returns at once; `completion` runs exactly once, on a thread of the
+    /// transport's (it must not block). The send path's way in: no task and no continuation per
+    /// request, where `send` needs both.
+    func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void)
+
+    /// Ends every request started and not yet answered as `cancelled`.
+    func cancelAll()
 }
 
 /// Answers every request from a function, on the calling task: no socket, no thread.
@@ -23,4 +31,14 @@ public struct InMemoryTransport: HTTPTransport {
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
         try answer(request)
     }
+
+    /// Answers before it returns: nothing is ever in flight.
+    public func start(
+        _ request: HTTPRequest,
+        completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
+    ) {
+        completion(Result { () throws(TransportError) in try answer(request) })
+    }
+
+    public func cancelAll() {}
 }

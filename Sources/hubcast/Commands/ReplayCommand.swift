@@ -173,10 +173,9 @@ struct ReplayCommand: AsyncParsableCommand {
         var sink: (any DeadLetterSink)?
         var producer: KafkaProducer?
         if !dryRun {
-            var (hubConfig, transportConfig) = try hubOptions.configuration(settings)
+            let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
             // The engine holds a throttled send for its Retry-After and paces the rest, as in `run`.
-            hubConfig.retry.retriesThrottling = false
-            let hub = NotificationHubClient(
+            let hub = HubSender.client(
                 configuration: hubConfig,
                 transport: CurlTransport(configuration: transportConfig, logger: logger),
                 logger: logger
