@@ -103,6 +103,27 @@ import Testing
         #expect(none == nil && sends.first?.staleAt == nil)
     }
 
+    /// A sender to a hub on 127.0.0.1 that `transport` answers for.
+    func hubSender(
+        _ transport: some HTTPTransport,
+        retry: RetryPolicy = RetryPolicy(),
+        clock: @escaping @Sendable () -> Double = { FreshnessAndPriorityTests.now }
+    ) throws -> HubSender {
+        let connection = try ConnectionString(
+            parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
+        )
+        var configuration = NotificationHubConfiguration(connection: connection, hubName: "breaking")
+        configuration.retry = retry
+        return HubSender(
+            configuration: configuration,
+            transport: transport,
+            delivered: DeliveredSends(capacity: 10),
+            metrics: PipelineMetrics(categories: ["World"]),
+            logger: Self.logger,
+            clock: clock
+        )
+    }
+
     @Test(arguments: SendPath.allCases) func aSendPastItsDeadlineIsDeadLetteredWithoutARequest(
         path: SendPath
     ) async throws {
@@ -111,17 +132,7 @@ import Testing
             requests.withLock { $0 += 1 }
             return HTTPResponse(status: 201, headers: [], body: [], elapsed: .zero)
         }
-        let connection = try ConnectionString(
-            parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
-        )
-        let sender = HubSender(
-            configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"),
-            transport: transport,
-            delivered: DeliveredSends(capacity: 10),
-            metrics: PipelineMetrics(categories: ["World"]),
-            logger: Self.logger,
-            clock: { Self.now }
-        )
+        let sender = try hubSender(transport)
         let planned = PlannedSend(tagExpression: "World", properties: [("messageParam", "m")])
         let source = message(#"{"id":"s","headline":"h"}"#)
         let stale = NewsSend(
@@ -148,17 +159,7 @@ import Testing
 
     @Test func aCopyOfAPairInFlightIsNotStartedButWaitsForItInATask() async throws {
         let transport = InMemoryTransport(status: 201)
-        let connection = try ConnectionString(
-            parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
-        )
-        let sender = HubSender(
-            configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"),
-            transport: transport,
-            delivered: DeliveredSends(capacity: 10),
-            metrics: PipelineMetrics(categories: ["World"]),
-            logger: Self.logger,
-            clock: { Self.now }
-        )
+        let sender = try hubSender(transport)
         let send = NewsSend(
             planned: PlannedSend(tagExpression: "World", properties: [("messageParam", "m")]),
             itemID: "s",
@@ -186,17 +187,9 @@ import Testing
     func a5xxGoesAgainWhileFreshAndIsDeadLetteredAsServerErrorOncePastItsBound(path: SendPath) async throws {
         let now = Mutex(Self.now)
         let transport = InMemoryTransport(status: 503)
-        let connection = try ConnectionString(
-            parsing: "Endpoint=sb://127.0.0.1:1/;SharedAccessKeyName=Full;SharedAccessKey=Zm9yLXRlc3RzLW9ubHk="
-        )
-        var config = NotificationHubConfiguration(connection: connection, hubName: "breaking")
-        config.retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(1))
-        let sender = HubSender(
-            configuration: config,
-            transport: transport,
-            delivered: DeliveredSends(capacity: 10),
-            metrics: PipelineMetrics(categories: ["World"]),
-            logger: Self.logger,
+        let sender = try hubSender(
+            transport,
+            retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(1), maxDelay: .milliseconds(1)),
             clock: { now.withLock { $0 } }
         )
         let send = NewsSend(

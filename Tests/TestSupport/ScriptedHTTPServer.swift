@@ -48,7 +48,9 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
     public let port: Int
     private let listener: Int32
     private let script: @Sendable (Request, Int) -> Response
-    private let recorded = Mutex<[Request]>([])
+    // NSLock, not Mutex: the thread sanitizer does not see a contended Synchronization.Mutex.
+    private let recordedLock = NSLock()
+    private var recorded: [Request] = []
     private let connectionCount = Atomic<Int>(0)
     private let running = Atomic<Bool>(true)
 
@@ -77,7 +79,7 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
     deinit { stop() }
 
     public var baseURL: String { "http://127.0.0.1:\(port)/" }
-    public var requests: [Request] { recorded.withLock { $0 } }
+    public var requests: [Request] { recordedLock.withLock { recorded } }
     public var connections: Int { connectionCount.load(ordering: .relaxed) }
 
     public func stop() {
@@ -132,9 +134,9 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
                 body: Array(buffer[0..<length])
             )
             buffer.removeFirst(length)
-            let index = recorded.withLock { list -> Int in
-                list.append(request)
-                return list.count - 1
+            let index = recordedLock.withLock {
+                recorded.append(request)
+                return recorded.count - 1
             }
             let response = script(request, index)
             if response.delay > .zero {
