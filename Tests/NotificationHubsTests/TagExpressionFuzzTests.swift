@@ -28,6 +28,8 @@ import TextFormats
                 checkAudience(text, shown: shown)
             } catch {
                 refused += 1
+                // The client lets a lone tag through without the parser: never one the parser refuses.
+                #expect(!TagSyntax.isTag(text), "\(shown): a lone tag the parser refuses")
                 if error.reason.hasPrefix("nests") { refusedForDepth += 1 }
                 if let column = error.column {
                     #expect((1...text.utf8.count + 1).contains(column), "\(shown): column \(column)")

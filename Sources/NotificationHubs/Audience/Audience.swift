@@ -31,6 +31,11 @@ public struct Audience: Sendable, Equatable {
 
     /// Tags joined by `||`, in chunks of at most 20.
     public init(orOf tags: [String]) {
+        // One tag (a category: most items) is its own expression, with no string built.
+        if tags.count == 1 {
+            self.init(expressions: tags)
+            return
+        }
         var chunks: [String] = []
         var start = 0
         while start < tags.count {

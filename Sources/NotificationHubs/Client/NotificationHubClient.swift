@@ -147,11 +147,10 @@ public final class NotificationHubClient: Sendable {
 
     private func accepted(_ outcome: (HTTPResponse, attempts: Int, throttled: Int)) -> SendResult {
         let (response, attempts, throttled) = outcome
-        let location = response.header("Location")
         return SendResult(
             status: response.status,
-            notificationID: location.flatMap(Self.notificationID),
-            trackingID: response.header("TrackingId"),
+            location: response.header(lowercased: "location"),
+            trackingID: response.header(lowercased: "trackingid"),
             attempts: attempts,
             throttledAttempts: throttled,
             latency: response.elapsed
@@ -159,7 +158,7 @@ public final class NotificationHubClient: Sendable {
     }
 
     /// `…/messages/<id>?api-version=…` → `<id>`.
-    static func notificationID(fromLocation location: String) -> String? {
+    public static func notificationID(fromLocation location: String) -> String? {
         let path = location.split(separator: "?", maxSplits: 1).first ?? ""
         guard let range = path.range(of: "/messages/") else { return nil }
         let id = path[range.upperBound...].split(separator: "/").first.map(String.init)
@@ -167,6 +166,8 @@ public final class NotificationHubClient: Sendable {
     }
 
     private func validate(_ tagExpression: String) throws(SendFailure) {
+        // One tag alone (a category: most sends) is a valid expression: checked without the parser.
+        if TagSyntax.isTag(tagExpression) { return }
         do {
             _ = try TagExpression(parsing: tagExpression)
         } catch {
@@ -229,17 +230,21 @@ public final class NotificationHubClient: Sendable {
         deadline: Double? = nil,
         completion: @escaping @Sendable (Result<SendResult, SendFailure>) -> Void
     ) {
-        let request: HTTPRequest
         var attempts: RequestAttempts
         do throws(SendFailure) {
             try validate(tagExpression)
-            request = sendRequest(
-                format: "template",
-                body: Self.templateBody(properties),
-                tagExpression: tagExpression,
-                extraHeaders: []
+            // Built into the attempts, not kept beside them: the headers are then appended in
+            // place, where a second owner would have them copied.
+            attempts = RequestAttempts(
+                sendRequest(
+                    format: "template",
+                    body: Self.templateBody(properties),
+                    tagExpression: tagExpression,
+                    extraHeaders: []
+                ),
+                client: self,
+                deadline: deadline
             )
-            attempts = RequestAttempts(request, client: self, deadline: deadline)
             try attempts.prepare(self)
         } catch {
             return completion(.failure(error))
@@ -374,7 +379,7 @@ public final class NotificationHubClient: Sendable {
             switch result {
             case .success(let response):
                 status = response.status
-                let retryAfterText = response.header("Retry-After")
+                let retryAfterText = response.header(lowercased: "retry-after")
                 outcome = SendOutcome.classify(status: response.status, retryAfter: retryAfterText, body: response.body)
                 if outcome == .success { return .accepted(response) }
                 retryAfter = retryAfterText.flatMap { RetryAfter.parse($0, nowEpochSeconds: client.clock()) }

@@ -24,8 +24,10 @@ public struct NotificationHubConfiguration: Sendable {
 /// How a send went: the hub accepted it.
 public struct SendResult: Sendable {
     public var status: Int
-    /// From the `Location` header (Standard tier), when the hub gave one.
-    public var notificationID: String?
+    /// The `Location` header (Standard tier), when the hub gave one.
+    public var location: String?
+    /// From `location`; read only where wanted (the canary's sends), not parsed for every send.
+    public var notificationID: String? { location.flatMap(NotificationHubClient.notificationID(fromLocation:)) }
     /// The hub's `TrackingId`, for support requests.
     public var trackingID: String?
     public var attempts: Int

@@ -52,8 +52,13 @@ public struct HTTPResponse: Sendable {
 
     /// The first header with this (case-insensitive) name.
     public func header(_ name: String) -> String? {
-        let lower = name.lowercased()
-        return headers.first { $0.name == lower }?.value
+        header(lowercased: name.lowercased())
+    }
+
+    /// The first header called `name`, already lower-case (as response header names are): no
+    /// lower-cased copy of the name per look-up on the send path.
+    public func header(lowercased name: String) -> String? {
+        headers.first { $0.name == name }?.value
     }
 }
 
