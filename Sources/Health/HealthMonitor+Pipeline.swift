@@ -49,8 +49,8 @@ struct HealthReportingSource: RecordSource {
     }
     func commit(_ offsets: [TopicPartitionOffset]) async throws { try await base.commit(offsets) }
     var lag: Int64 { base.lag }
-    func pause(_ partitions: [TopicPartition]) { base.pause(partitions) }
-    func resume(_ partitions: [TopicPartition]) { base.resume(partitions) }
+    func pause(_ partitions: [TopicPartition]) throws { try base.pause(partitions) }
+    func resume(_ partitions: [TopicPartition]) throws { try base.resume(partitions) }
 }
 
 /// A dead-letter sink whose failures make the process unready until a write succeeds again.

@@ -13,8 +13,9 @@ public final class KafkaConsumer: Service, Sendable {
     private let client: RDKafkaClient
     private let buffer = MessageBuffer()
     private let pauses: Shared<PauseController>
+    private let lifecycle = Mutex(ConsumerLifecycle())
+    /// Set once the lifecycle says the running poll loop must end; read by the loop on every turn.
     private let stopRequested = Atomic<Bool>(false)
-    private let started = Atomic<Bool>(false)
     private let polls = Atomic<UInt64>(0)
     private let logger: Logger
     private let handlers: Shared<RebalanceHandlers>
@@ -69,9 +70,7 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Joins the group and polls until shut down gracefully, cancelled or `stop()`ped; then leaves the group.
     public func run() async throws {
-        guard !started.exchange(true, ordering: .acquiringAndReleasing) else {
-            throw KafkaError.configuration("KafkaConsumer.run() was called twice")
-        }
+        try lifecycle.withLock { (l: inout ConsumerLifecycle) throws(KafkaError) in try l.start() }
         // Membership starts here, not at init: a member that joins must also be polling.
         try client.subscribe(topics: configuration.topics)
         await withTaskCancellationHandler {
@@ -92,13 +91,19 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
-    /// Stops polling; `run()` returns after the consumer has left its group.
+    /// Stops polling; `run()` returns after the consumer has left its group. Before `run()`, the
+    /// consumer never joins (a later `run()` throws).
     public func stop() {
-        stopRequested.store(true, ordering: .releasing)
+        if lifecycle.withLock({ $0.stop() }) { stopRequested.store(true, ordering: .releasing) }
+    }
+
+    private func check(_ call: ConsumerLifecycle.Call) throws(KafkaError) {
+        try lifecycle.withLock { (l: inout ConsumerLifecycle) throws(KafkaError) in try l.check(call) }
     }
 
     /// Commits the next offsets to read; throws if the broker refuses any of them.
     public func commit(_ offsets: [TopicPartitionOffset]) async throws(KafkaError) {
+        try check(.commit)
         let client = self.client
         try await Blocking.run { () throws(KafkaError) in try client.commit(offsets) }
     }
@@ -108,6 +113,7 @@ public final class KafkaConsumer: Service, Sendable {
         _ partitions: [TopicPartition],
         timeout: Duration = .seconds(10)
     ) async throws(KafkaError) -> [TopicPartition: Int64] {
+        try check(.committed)
         let client = self.client
         let ms = timeout.timeoutMs
         return try await Blocking.run { () throws(KafkaError) in try client.committed(partitions, timeoutMs: ms) }
@@ -115,14 +121,16 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Holds delivery from these partitions until `resume`; the member stays in its group. Their
     /// messages already buffered are set aside, so the others' are delivered first.
-    public func pause(_ partitions: [TopicPartition]) {
+    public func pause(_ partitions: [TopicPartition]) throws(KafkaError) {
+        try check(.pause)
         // Under the pause lock (then the buffer's, the one order both are taken in): a revoke
         // cannot come between the check that a partition is assigned and its messages' hold.
         let buffer = self.buffer
         pauses.withLock { pauses in buffer.hold(pauses.pauseByUser(partitions)) }
     }
 
-    public func resume(_ partitions: [TopicPartition]) {
+    public func resume(_ partitions: [TopicPartition]) throws(KafkaError) {
+        try check(.resume)
         pauses.withLock { $0.resumeByUser(partitions) }
         buffer.release(partitions)
     }
@@ -144,6 +152,7 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Proves a broker answers before the consumer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
+        try check(.checkReachable)
         let client = self.client
         let ms = timeout.timeoutMs
         try await Blocking.run { () throws(KafkaError) in try client.checkReachable(timeoutMs: ms) }
@@ -192,6 +201,7 @@ public final class KafkaConsumer: Service, Sendable {
         client.consumerClose()
         buffer.finish()
         client.destroy()
+        lifecycle.withLock { $0.closed() }
     }
 
     /// The consumer's messages; iterate from one task only.

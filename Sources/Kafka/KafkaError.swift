@@ -13,6 +13,7 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         case configuration
         case unreachable
         case shutDown
+        case wrongState
     }
 
     /// The error a librdkafka call returned.
@@ -39,6 +40,18 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         message: "the Kafka client is shut down",
         kind: .shutDown
     )
+
+    /// A consumer call made in a state where it cannot be (a commit before `run`, a pause after the
+    /// member left its group, `run` twice).
+    static func wrongState(call: String, state: String) -> KafkaError {
+        KafkaError(
+            code: RD_KAFKA_RESP_ERR__STATE.rawValue,
+            message: "the consumer cannot \(call) while \(state)",
+            kind: .wrongState
+        )
+    }
+
+    public var isWrongState: Bool { kind == .wrongState }
 
     public var isConfigurationError: Bool { kind == .configuration }
     public var isUnreachable: Bool { kind == .unreachable }

@@ -67,6 +67,6 @@ struct NonCommittingSource: RecordSource {
     }
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
     var lag: Int64 { base.lag }
-    func pause(_ partitions: [TopicPartition]) { base.pause(partitions) }
-    func resume(_ partitions: [TopicPartition]) { base.resume(partitions) }
+    func pause(_ partitions: [TopicPartition]) throws { try base.pause(partitions) }
+    func resume(_ partitions: [TopicPartition]) throws { try base.resume(partitions) }
 }

@@ -254,9 +254,9 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                     self.post(.fetched(batch))
                 }
             case .pause(let partitions):
-                source.pause(partitions)
+                do { try source.pause(partitions) } catch { logNotPausedOrResumed(error) }
             case .resume(let partitions):
-                source.resume(partitions)
+                do { try source.resume(partitions) } catch { logNotPausedOrResumed(error) }
             case .commit(let offsets):
                 group.addTask {
                     let succeeded = await self.commit(offsets)
@@ -299,6 +299,12 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             }
         }
         return false
+    }
+
+    /// A pause or resume the source refused: only once it has stopped (the run is ending), when
+    /// neither matters any more.
+    private func logNotPausedOrResumed(_ error: any Error) {
+        logger.debug("The source did not pause or resume", metadata: ["error": "\(error)"])
     }
 
     private func report(_ engine: Engine, _ quota: QuotaSharing, now: Duration, leaving: Bool) -> QuotaReport {

@@ -13,9 +13,10 @@ public protocol RecordSource: Sendable {
     /// Records behind the end of what this member owns, as far as the source knows.
     var lag: Int64 { get }
     /// Stops fetching these partitions (records already fetched may still come) until `resume`;
-    /// a partition that leaves forgets its pause.
-    func pause(_ partitions: [TopicPartition])
-    func resume(_ partitions: [TopicPartition])
+    /// a partition that leaves forgets its pause. Throws when the source cannot now (it has
+    /// stopped): the pipeline logs it and goes on.
+    func pause(_ partitions: [TopicPartition]) throws
+    func resume(_ partitions: [TopicPartition]) throws
 }
 
 /// What waiting for records ended with.
