@@ -29,6 +29,18 @@ import Testing
         )
     }
 
+    /// A transport giving these answers in turn, the last one from then on.
+    func answering(_ answers: [Result<HTTPResponse, TransportError>]) -> InMemoryTransport {
+        let next = Mutex(0)
+        return InMemoryTransport { _ throws(TransportError) in
+            let n = next.withLock { taken in
+                defer { taken += 1 }
+                return min(taken, answers.count - 1)
+            }
+            return try answers[n].get()
+        }
+    }
+
     @Test func aTemplateSendIsOneRequestToTheMessagesURL() async throws {
         let seen = Mutex<[HTTPRequest]>([])
         let transport = InMemoryTransport { request in
@@ -66,16 +78,10 @@ import Testing
     }
 
     @Test func a503IsRetriedWithBackoffAndAConnectionFailureToo() async throws {
-        let attempt = Mutex(0)
-        let transport = InMemoryTransport { _ throws(TransportError) in
-            let n = attempt.withLock {
-                $0 += 1
-                return $0
-            }
-            if n == 1 { return HTTPResponse(status: 503) }
-            if n == 2 { throw TransportError(.connection, message: "connection reset") }
-            return HTTPResponse(status: 201)
-        }
+        let transport = answering([
+            .success(HTTPResponse(status: 503)), .failure(TransportError(.connection, message: "connection reset")),
+            .success(HTTPResponse(status: 201)),
+        ])
         let sleeps = Sleeps()
         let result = try await client(transport, sleeps: sleeps).sendTemplate(
             properties: [("messageParam", "x")],
@@ -139,16 +145,10 @@ import Testing
     }
 
     @Test func aStartedSendRetriesInATaskAfterItsFirstAttemptAndRefreshesARefusedToken() async throws {
-        let attempt = Mutex(0)
-        let transport = InMemoryTransport { _ throws(TransportError) in
-            let n = attempt.withLock {
-                $0 += 1
-                return $0
-            }
-            if n == 1 { return HTTPResponse(status: 401) }
-            if n == 2 { return HTTPResponse(status: 503) }
-            return HTTPResponse(status: 201)
-        }
+        let transport = answering([
+            .success(HTTPResponse(status: 401)), .success(HTTPResponse(status: 503)),
+            .success(HTTPResponse(status: 201)),
+        ])
         let sleeps = Sleeps()
         let hub = try client(transport, sleeps: sleeps)
         let result = try await started(hub).get()
