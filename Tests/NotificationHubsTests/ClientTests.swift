@@ -155,8 +155,11 @@ import Testing
     @Test func startedRequestsCompleteOnTheLoopThreadAndCancelAllEndsTheUnanswered() async throws {
         // Half the requests are answered at once, the rest after two minutes: those can only end by
         // being cancelled.
+        let (slowArrived, arriving) = AsyncStream.makeStream(of: Void.self)
         let server = try ScriptedHTTPServer { request, _ in
-            request.requestLine.contains("/slow") ? .init(status: 201, delay: .seconds(120)) : .init(status: 201)
+            guard request.requestLine.contains("/slow") else { return .init(status: 201) }
+            arriving.yield()
+            return .init(status: 201, delay: .seconds(120))
         }
         let transport = CurlTransport(logger: Self.logger)
         let (ended, ending) = AsyncStream.makeStream(of: (String, Result<HTTPResponse, TransportError>).self)
@@ -170,7 +173,9 @@ import Testing
         var iterator = ended.makeAsyncIterator()
         while results.count < 10, let next = await iterator.next() { results.append(next) }
         #expect(results.allSatisfy { $0.0 == "fast" && (try? $0.1.get().status) == 201 })
-        while server.requests.count < 20 { try await Task.sleep(for: .milliseconds(10)) }
+        // Every slow request is at the server, unanswered, when they are cancelled together.
+        var arrivals = slowArrived.makeAsyncIterator()
+        for _ in 0..<10 { _ = await arrivals.next() }
         transport.cancelAll()
         while results.count < 20, let next = await iterator.next() { results.append(next) }
         let slow = results.dropFirst(10)

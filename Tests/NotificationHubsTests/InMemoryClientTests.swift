@@ -184,10 +184,13 @@ import Testing
             configuration: NotificationHubConfiguration(connection: connection, hubName: "breaking"),
             transport: transport,
             logger: Logger(label: "t"),
-            // A backoff that lasts until it is cancelled.
+            // A backoff that lasts until it is cancelled: a wait for a stream that never yields.
             sleep: { _ in
                 backingOff.continuation.yield()
-                try await Task.sleep(for: .seconds(3600))
+                let (never, kept) = AsyncStream.makeStream(of: Void.self)
+                for await _ in never {}
+                withExtendedLifetime(kept) {}
+                throw CancellationError()
             }
         )
         async let result = started(hub)

@@ -211,13 +211,17 @@ public final class NotificationHubClient: Sendable {
             switch try attempts.judge(result, self) {
             case .accepted(let response): return (response, attempts.count, attempts.throttled)
             case .again: continue
-            case .after(let delay):
-                do {
-                    try await sleep(delay)
-                } catch {
-                    throw attempts.failure(.cancelled, "cancelled while backing off", self)
-                }
+            case .after(let delay): try await backOff(delay, attempts)
             }
+        }
+    }
+
+    /// Waits out a retry's backoff; cancelled, the send ends as `cancelled`.
+    private func backOff(_ delay: Duration, _ attempts: RequestAttempts) async throws(SendFailure) {
+        do {
+            try await sleep(delay)
+        } catch {
+            throw attempts.failure(.cancelled, "cancelled while backing off", self)
         }
     }
 
@@ -282,31 +286,27 @@ public final class NotificationHubClient: Sendable {
         after delay: Duration?,
         completion: @escaping @Sendable (Result<SendResult, SendFailure>) -> Void
     ) {
-        let id = retries.withLock { r -> UInt64? in
-            guard !r.cancelled else { return nil }
+        // Registered under the lock it removes itself under: a retry that ends at once cannot
+        // leave its entry behind.
+        let registered = retries.withLock { r -> Bool in
+            guard !r.cancelled else { return false }
             r.nextID += 1
-            return r.nextID
-        }
-        guard let id else {
-            return completion(.failure(attempts.failure(.cancelled, "cancelled while backing off", self)))
-        }
-        let task = Task { [self] in
-            defer { _ = retries.withLock { $0.tasks.removeValue(forKey: id) } }
-            var attempts = attempts
-            do throws(SendFailure) {
-                if let delay {
-                    do {
-                        try await sleep(delay)
-                    } catch {
-                        throw attempts.failure(.cancelled, "cancelled while backing off", self)
-                    }
+            let id = r.nextID
+            r.tasks[id] = Task { [self] in
+                defer { _ = retries.withLock { $0.tasks.removeValue(forKey: id) } }
+                var attempts = attempts
+                do throws(SendFailure) {
+                    if let delay { try await backOff(delay, attempts) }
+                    completion(.success(accepted(try await perform(&attempts))))
+                } catch {
+                    completion(.failure(error))
                 }
-                completion(.success(accepted(try await perform(&attempts))))
-            } catch {
-                completion(.failure(error))
             }
+            return true
         }
-        retries.withLock { $0.tasks[id] = task }
+        if !registered {
+            completion(.failure(attempts.failure(.cancelled, "cancelled while backing off", self)))
+        }
     }
 
     /// The retries of started sends that went on in tasks, so that `cancelAll` reaches them.
