@@ -1,7 +1,8 @@
-import Broadcast
 import DequeModule
 import TestSupport
 import Testing
+
+@testable import Broadcast
 
 /// A hub with a quota as nginx's `limit_req` enforces one (and Notification Hubs, by the minute):
 /// `rate` per second with `burst` requests of allowance; the excess is refused with `Retry-After`.
@@ -215,6 +216,24 @@ struct PacerSimulation {
         let taken = sim.acceptedPerSecond(from: .seconds(29), to: .seconds(30))
         let afterQuiet = sim.pacer.rate(now: sim.now + .seconds(60)) ?? .infinity
         #expect(afterQuiet >= 0.9 * taken, "after a minute without sends: \(afterQuiet)/s, \(taken)/s before")
+    }
+
+    @Test func aRateSinceAQuietGapCountsOnlyWhatFollowedIt() {
+        var window = RateWindow()
+        // 500 events over the first 600 ms, nothing for 300 ms, then 5 at 900 ms.
+        for i in 0..<500 { window.add(now: .microseconds(Int64(i) * 1200)) }
+        for _ in 0..<5 { window.add(now: .milliseconds(900)) }
+        #expect(window.perSecond(now: .milliseconds(901), since: nil) == 505 / 0.901)
+        // Before, the 505 were divided by the 1 ms since the gap: 505,000 a second.
+        #expect(window.perSecond(now: .milliseconds(950), since: .milliseconds(900)) == 5 / 0.05)
+        // From the start of the bucket `since` falls in.
+        #expect(window.perSecond(now: .milliseconds(1400), since: .milliseconds(950)) == 5 / 0.5)
+        // A `since` before the window is the whole window.
+        #expect(
+            window.perSecond(now: .milliseconds(1400), since: .zero)
+                == window.perSecond(now: .milliseconds(1400), since: nil)
+        )
+        #expect(window.total(now: .milliseconds(1400)) == 5 + 500 - 417)
     }
 
     @Test func unthrottledIsUnpaced() {

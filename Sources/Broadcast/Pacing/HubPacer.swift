@@ -25,7 +25,9 @@ import Kafka
 ///   expect four throttles at the share before it. The share as high as before although the rate
 ///   fell (a quota would have shed the excess): the throttling is sporadic; the rate goes back to
 ///   what it was before the first of these cuts, and throttles at that share or a little above are
-///   not cut for again (the share is forgotten over `sporadicHalfLife` once it stops showing). Few
+///   not cut for again: alone, while they keep showing (the share is forgotten over
+///   `sporadicHalfLife` once they stop); beside other instances, for `sporadicTrust` and longer
+///   as verdicts confirm it, then judged again (their moves can make a quota look sporadic). Few
 ///   throttled: it was a quota, and the rate stays cut. Throttled as a quota still exceeded would
 ///   be: cut again and judge again.
 /// - A hundred sends accepted in a row while a sporadic share was known: the storm is over, and a
@@ -84,7 +86,16 @@ public struct HubPacer: Sendable, Equatable {
         public var severeShare = 0.8
         /// No send for this long is a quiet spell: a measure starts after it.
         public var quietGap: Duration = .milliseconds(250)
-        /// A learnt share of sporadic throttles counts half as much after this long.
+        /// A verdict of sporadic throttling is trusted this long at first, twice as long after
+        /// each verdict that confirms it, up to `sporadicTrustAtMost`; a throttle after that is
+        /// judged afresh (a cut and its judgement, a few dozen sends). A quota taken for sporadic
+        /// throttling (the other instances moved the hub's rate while this one judged its cut)
+        /// would otherwise confirm itself: twice the quota throttles half the sends, whatever
+        /// share was learnt.
+        public var sporadicTrust: Duration = .seconds(1)
+        public var sporadicTrustAtMost: Duration = .seconds(8)
+        /// A learnt share of sporadic throttles counts half as much after this long (in the
+        /// margins of a judgement; a throttle is let pass only while the verdict is trusted).
         public var sporadicHalfLife: Duration = .seconds(30)
 
         public init() {}
@@ -114,8 +125,19 @@ public struct HubPacer: Sendable, Equatable {
         /// there if it is higher (the busiest reached it without a throttle), and so does one
         /// that learnt its rate before it heard the others.
         public var othersRate: Double?
+        /// Who else sends to the hub is known: the exchange carried this instance's own report
+        /// back. Until then one that heard nobody may still not be alone (the exchange's consumer
+        /// takes seconds to join), and its verdicts are judged as a group member's.
+        public var known: Bool
 
-        public init(share: Double = 1, othersAccepted: Double = 0, othersTaken: Double = 0, othersRate: Double? = nil) {
+        public init(
+            share: Double = 1,
+            othersAccepted: Double = 0,
+            othersTaken: Double = 0,
+            othersRate: Double? = nil,
+            known: Bool = true
+        ) {
+            self.known = known
             self.share = share
             self.othersAccepted = othersAccepted
             self.othersTaken = othersTaken
@@ -193,6 +215,7 @@ public struct HubPacer: Sendable, Equatable {
     /// The share of sends the hub throttles whatever the rate, as last judged, and when.
     public private(set) var sporadicShare = 0.0
     private var sporadicJudgedAt: Duration = .zero
+    private var sporadicTrustedFor: Duration = .zero
     public private(set) var group = Group()
     private var current = EpochSends()
     private var previous: EpochSends?
@@ -388,10 +411,25 @@ public struct HubPacer: Sendable, Equatable {
         sporadicShare * pow(0.5, max(0, (now - sporadicJudgedAt) / configuration.sporadicHalfLife))
     }
 
-    /// A throttle outside a judgement: within the sporadic share we know, it is no news (and
-    /// confirms it).
+    /// The same while its verdict is trusted, else none: a verdict judged afresh is judged as if
+    /// nothing were known (a cut measured from what the hub accepted, a share compared with what
+    /// a quota alone would leave), else it could only confirm itself.
+    private func trustedSporadic(now: Duration) -> Double {
+        isTrusted(now: now) ? sporadic(now: now) : 0
+    }
+
+    /// Alone on the hub (and known to be), a verdict stands while throttles confirm it: nothing
+    /// else moves the hub's rate. Beside other instances, only for its trust.
+    private var isAlone: Bool { group.known && group.othersTaken == 0 }
+
+    private func isTrusted(now: Duration) -> Bool {
+        isAlone || now - sporadicJudgedAt < sporadicTrustedFor
+    }
+
+    /// A throttle outside a judgement: within the sporadic share we know, while its verdict is
+    /// trusted, it is no news.
     private mutating func looksSporadic(now: Duration) -> Bool {
-        let known = sporadic(now: now)
+        let known = trustedSporadic(now: now)
         guard known >= 0.01 else { return false }
         // The share at the current rate, lately. Too few answers to measure it: a known sporadic
         // hub is the likelier story.
@@ -399,8 +437,8 @@ public struct HubPacer: Sendable, Equatable {
         let share = current.recentShare
         guard answered >= Double(configuration.judgedAfter) else { return true }
         guard share <= known + margin(known, answers: answered) else { return false }
-        // Still there: remembered afresh.
-        sporadicJudgedAt = now
+        // Still there: remembered afresh (alone; beside others the trust decides).
+        if isAlone { sporadicJudgedAt = now }
         return true
     }
 
@@ -417,14 +455,18 @@ public struct HubPacer: Sendable, Equatable {
         let c = configuration
         let wanted = min(c.judgedAtMost, max(c.judgedAfter, Int(4 / max(previous.recentShare, 0.01))))
         // Throttled beyond the sporadic share known: the cut did not reach under the quota.
-        let known = sporadic(now: now)
+        let known = trustedSporadic(now: now)
         let stillThrottled =
             current.throttled >= 4 && current.answered >= c.judgedAfter / 2
             && current.share > known + margin(known, answers: Double(current.answered))
         guard current.duration(now: now) >= c.judgedSpell, current.answered >= wanted || stillThrottled else { return }
         let share = current.share
         if share < c.severeShare, isSporadic(share, before: previous, now: now) {
+            // Confirmed: throttles came back soon after the last verdict's trust ended.
+            let confirmed = now - sporadicJudgedAt < sporadicTrustedFor * 2
             sporadicShare = share
+            sporadicTrustedFor =
+                confirmed ? min(c.sporadicTrustAtMost, sporadicTrustedFor * 2) : c.sporadicTrust
             sporadicJudgedAt = now
             mode = before.mode
             lastCeiling = before.lastCeiling
@@ -435,7 +477,9 @@ public struct HubPacer: Sendable, Equatable {
         } else if stillThrottled {
             cut(now: now)
         } else {
+            // A quota: the sporadic share learnt is judged afresh at the next throttle.
             judging = nil
+            sporadicTrustedFor = .zero
         }
     }
 
@@ -450,7 +494,7 @@ public struct HubPacer: Sendable, Equatable {
         else { return false }
         let rateBefore = min(before.endRate ?? .infinity, before.sendRate(now: now))
         let quota = rateBefore * (1 - shareBefore)
-        let quotaShare = max(sporadic(now: now), 1 - quota / current.sendRate(now: now))
+        let quotaShare = max(trustedSporadic(now: now), 1 - quota / current.sendRate(now: now))
         guard quotaShare <= shareBefore / 2 else { return false }
         // As before within chance, and nearer to it than to the quota's.
         let distance = abs(share - shareBefore)
@@ -482,7 +526,7 @@ public struct HubPacer: Sendable, Equatable {
                 : current.accepted / max(spell, .milliseconds(1)).inSeconds + group.othersAccepted
         }
         // The hub took the sporadically throttled sends too (they count against a quota).
-        let measured = acceptedRate / (1 - min(0.5, sporadic(now: now)))
+        let measured = acceptedRate / (1 - min(0.5, trustedSporadic(now: now)))
         let enough = recentAccepted >= c.reliableCount
         // In a group most of the measure is the others' second, reported: a short spell of this
         // instance's own does not make it a burst's.
@@ -605,22 +649,28 @@ struct RateWindow: Sendable, Equatable {
         counts[slot] += 1
     }
 
-    /// Events in the window's buckets.
-    func total(now: Duration) -> Double {
+    /// Events in the window's buckets, from `since`'s bucket on if that is later.
+    func total(now: Duration, since: Duration? = nil) -> Double {
         let current = now.inNanoseconds / Self.bucketNanos
+        let first = max(current - Self.buckets + 1, since.map { $0.inNanoseconds / Self.bucketNanos } ?? 0)
         var sum = 0.0
-        for slot in counts.indices where starts[slot] >= 0 && current - starts[slot] < Self.buckets {
+        for slot in counts.indices where starts[slot] >= first && starts[slot] <= current {
             sum += counts[slot]
         }
         return sum
     }
 
-    /// Per second over the window, or since `since` if that is later.
+    /// Per second over the window, or since the start of `since`'s bucket if that is later: only
+    /// what was counted from then on is divided by the time since (events before a quiet gap
+    /// divided by the first milliseconds after it stood for rates a hundred times the real one).
     func perSecond(now: Duration, since: Duration?) -> Double {
         let nanos = now.inNanoseconds
         // The window is nine whole buckets and the current one so far.
         var span = Double((Self.buckets - 1) * Self.bucketNanos + nanos % Self.bucketNanos) / 1e9
-        if let since { span = min(span, (now - since).inSeconds) }
-        return span > 0 ? total(now: now) / span : 0
+        if let since {
+            let bucketStart = since.inNanoseconds / Self.bucketNanos * Self.bucketNanos
+            span = min(span, Double(nanos - bucketStart) / 1e9)
+        }
+        return span > 0 ? total(now: now, since: since) / span : 0
     }
 }

@@ -61,6 +61,8 @@ public struct QuotaShare: Sendable, Equatable {
     public let hub: String
     public let configuration: Configuration
     private var peers: [String: Peer] = [:]
+    /// The exchange carried this instance's own report back: it reads what the others write.
+    private var heardSelf = false
 
     public init(instance: String, hub: String, configuration: Configuration = Configuration()) {
         self.instance = instance
@@ -73,9 +75,13 @@ public struct QuotaShare: Sendable, Equatable {
         peers.values.count { now - $0.heardAt < configuration.staleAfter }
     }
 
-    /// Takes a report; its own and other hubs' are ignored.
+    /// Takes a report; other hubs' are ignored, and its own only tells that the exchange works.
     public mutating func heard(_ report: QuotaReport, now: Duration) {
-        guard report.hub == hub, report.instance != instance else { return }
+        guard report.hub == hub else { return }
+        guard report.instance != instance else {
+            heardSelf = true
+            return
+        }
         if report.leaving {
             peers[report.instance] = nil
         } else {
@@ -89,18 +95,22 @@ public struct QuotaShare: Sendable, Equatable {
     public mutating func group(demand: Double, taken: Double, rate: Double?, now: Duration) -> HubPacer.Group {
         peers = peers.filter { now - $0.value.heardAt < configuration.staleAfter }
         let others = Array(peers.values.map(\.report))
-        guard !others.isEmpty else { return HubPacer.Group() }
+        guard !others.isEmpty else { return HubPacer.Group(known: heardSelf) }
         // Unpaced (or paused, when no split means anything): split what they all start.
         let rate = rate.flatMap { $0 > 0 ? $0 : nil } ?? (taken + others.reduce(0) { $0 + $1.taken })
         let asks = [demand] + others.map(\.demand)
         let share = Self.allocate(rate, asks: asks.map { $0 * configuration.headroom })[0] / max(rate, 1e-9)
-        // The busiest one's rate has been tried; an idle one's may have grown unchecked.
-        let busiest = others.filter { $0.rate != nil }.max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
+        // The rate of the busiest one whose sends wait for its tokens has been tried; the rate of
+        // one with nothing waiting (its partitions ran dry, or see a trickle) grew unchecked, and
+        // taken up by the others it would be a throttle storm.
+        let busiest = others.filter { $0.rate != nil && $0.demand >= $0.taken + 1 }
+            .max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
         return HubPacer.Group(
             share: share,
             othersAccepted: others.reduce(0) { $0 + $1.accepted },
             othersTaken: others.reduce(0) { $0 + $1.taken },
-            othersRate: busiest?.rate
+            othersRate: busiest?.rate,
+            known: heardSelf
         )
     }
 
