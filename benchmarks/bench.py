@@ -35,7 +35,8 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
    1, 2 and 3 instances started together; 3 with one stopped by SIGTERM halfway (seconds until the
    others reach 0.9× the quota); 2 with a third added halfway (throttled around the join). Combined
    goodput ÷ quota, over the run and its last half, % throttled, each instance's share of the
-   sends, items sent twice.
+   sends, items sent twice. --group-latency-ms has a delaying upstream answer each send the quota
+   lets through that much later (a real hub's round trip); --group-cases picks the runs.
 
 Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
 same clock for all three programs. RSS and CPU come from wait4 on the measured process alone.
@@ -93,13 +94,56 @@ def quota_burst(quota):
     return max(1, quota // 20)
 
 
+class DelayServer:
+    """HTTP/1.1 on loopback answering every request 201 after `latency_ms` (asyncio, in a process of its own),
+    behind nginx's quota: a hub's round trip."""
+
+    SCRIPT = r"""
+import asyncio, sys
+delay = int(sys.argv[2]) / 1000
+async def serve(reader, writer):
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            if length:
+                await reader.readexactly(length)
+            await asyncio.sleep(delay)
+            writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    writer.close()
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", int(sys.argv[1]), backlog=1024)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"""
+
+    def __init__(self, latency_ms):
+        self.port = free_port()
+        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, str(self.port), str(latency_ms)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for_port(self.port, "the delaying upstream")
+
+    def stop(self):
+        self.proc.terminate()
+
+
 class Nginx:
     """nginx on loopback: `return 201` on a silent port (wrk) and a logging port, and one logging
     `limit_req` port per quota. Every logging port writes `$msec $status` to the one access log."""
 
-    def __init__(self, work, quotas, extra_quotas=()):
+    def __init__(self, work, quotas, extra_quotas=(), delayed_quota=None, latency_ms=0):
         self.work, self.quiet, self.logged = work, free_port(), free_port()
         self.quota_ports = {q: free_port() for q in [*quotas, *extra_quotas]}
+        # A real hub answers after 20-100 ms, not loopback's fraction of one: the same quota, with each
+        # send it lets through answered `latency_ms` later by a delaying upstream (`self.delayed_port`).
+        self.delayed_port = free_port() if delayed_quota and latency_ms else None
+        self.delay = DelayServer(latency_ms) if self.delayed_port else None
         # Sporadic throttling: one request in seven refused whatever the rate, with no quota; and
         # 5% refused on top of the first quota (refused before limit_req, so they spend none of it).
         self.sporadic_port, self.mixed_port, self.mixed_quota = free_port(), free_port(), quotas[-1]
@@ -115,6 +159,13 @@ class Nginx:
   server {{ listen 127.0.0.1:{port}; {logging} add_header Retry-After $retry_after always;
     location / {{ limit_req zone=q{q} burst={quota_burst(q)} nodelay; limit_req_status 429; limit_req_log_level info; try_files /.none @accepted; }}
     location @accepted {{ return 201; }} }}""" for q, port in self.quota_ports.items())
+        if self.delayed_port:
+            q = delayed_quota
+            limited += f"""
+  upstream delay {{ server 127.0.0.1:{self.delay.port}; keepalive 512; }}
+  server {{ listen 127.0.0.1:{self.delayed_port}; {logging} add_header Retry-After $retry_after always;
+    location / {{ limit_req zone=q{q} burst={quota_burst(q)} nodelay; limit_req_status 429; limit_req_log_level info; try_files /.none @accepted; }}
+    location @accepted {{ proxy_pass http://delay; proxy_http_version 1.1; proxy_set_header Connection ""; }} }}"""
         with open(conf, "w") as f:
             # `return` runs in the rewrite phase, before limit_req's preaccess phase, so the limited
             # servers answer 201 from a named location reached by try_files (after limit_req).
@@ -182,6 +233,8 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; root {wo
     def stop(self):
         self.proc.terminate()
         self.proc.wait()
+        if self.delay:
+            self.delay.stop()
 
 
 def make_certificates(work):
@@ -933,7 +986,8 @@ def print_tables(result):
     if result.get("group"):
         g0 = result["group"][0]
         on = "Tansu, cooperative-sticky" if g0.get("broker") == "tansu" else "the dev broker"
-        print(f"\nScale-out: instances in one group on {on}, one quota of {g0['quota']:,}/s (nginx limit_req), {g0['items']:,} items without keys")
+        answer = f", answered {g0['latencyMs']} ms after the quota let it through" if g0.get("latencyMs") else ""
+        print(f"\nScale-out: instances in one group on {on}, one quota of {g0['quota']:,}/s (nginx limit_req{answer}), {g0['items']:,} items without keys")
         print(f"{'instances':<22}{'÷ quota':>9}{'last half':>10}{'throttled':>11}{'sent twice':>12}  shares / event")
         for r in result["group"]:
             label = f"{r['instances']}" + {"stop": ", one stopped", "join": " + one joining"}.get(r["event"], "")
@@ -960,6 +1014,11 @@ def main():
     parser.add_argument("--group-items", type=int, default=60000, help="items in each scale-out run")
     parser.add_argument("--group-broker", choices=["auto", "tansu", "dev"], default="auto",
                         help="the scale-out section's broker: Tansu (real group coordination; auto: if make test installed it) or the dev broker")
+    parser.add_argument("--group-latency-ms", type=int, default=0,
+                        help="the scale-out section's hub answers each send its quota lets through this many ms later"
+                             " (a real hub's round trip is 20-100 ms; 0: at once, as nginx alone)")
+    parser.add_argument("--group-cases", default="1,2,3,3:stop,2:join",
+                        help="the scale-out section's runs: instances, or instances:stop / instances:join, comma-separated")
     parser.add_argument("--priority-backlog", type=int, default=20000, help="bulk items queued ahead of the breaking ones")
     parser.add_argument("--priority-seconds", type=float, default=30, help="seconds of one breaking item a second")
     parser.add_argument("--fair-flood", type=int, default=50000, help="items flooding one category in the fairness run")
@@ -994,7 +1053,8 @@ def main():
     extra = [args.group_quota] if "group" in sections and args.group_quota not in quotas else []
     if "priority" in sections and 200 not in quotas + extra:
         extra.append(200)
-    nginx = Nginx(work, quotas, extra)
+    latency = args.group_latency_ms if "group" in sections else 0
+    nginx = Nginx(work, quotas, extra, delayed_quota=args.group_quota, latency_ms=latency)
     started = time.time()
     result = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hubcast": binary,
               # Never passed: the quota runs are a cold start with no configured rate.
@@ -1074,10 +1134,15 @@ def main():
             result["group"] = []
             q, n = args.group_quota, args.group_items
             tansu = args.group_broker == "tansu" or (args.group_broker == "auto" and Tansu.available())
-            for instances, event in [(1, None), (2, None), (3, None), (3, "stop"), (2, "join")]:
+            port = nginx.delayed_port or nginx.quota_ports[q]
+            for case in args.group_cases.split(","):
+                instances, _, event = case.partition(":")
+                instances, event = int(instances), event or None
                 print(f"group: {instances} instance(s){', event ' + event if event else ''}, quota {q:,}/s, {n:,} items"
-                      f" on {'Tansu' if tansu else 'the dev broker'}", file=sys.stderr)
-                result["group"].append(group_run(programs, nginx, nginx.quota_ports[q], q, n, instances, event, tansu))
+                      f" on {'Tansu' if tansu else 'the dev broker'}, hub answering after {latency} ms", file=sys.stderr)
+                row = group_run(programs, nginx, port, q, n, instances, event, tansu)
+                row["latencyMs"] = latency
+                result["group"].append(row)
         if "priority" in sections:
             builds = [("this", binary)] + ([("before", args.baseline)] if args.baseline else [])
             result["priority"] = {"builds": []}

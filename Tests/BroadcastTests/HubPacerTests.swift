@@ -223,8 +223,8 @@ struct PacerSimulation {
         // 500 events over the first 600 ms, nothing for 300 ms, then 5 at 900 ms.
         for i in 0..<500 { window.add(now: .microseconds(Int64(i) * 1200)) }
         for _ in 0..<5 { window.add(now: .milliseconds(900)) }
-        #expect(window.perSecond(now: .milliseconds(901), since: nil) == 505 / 0.901)
-        // Before, the 505 were divided by the 1 ms since the gap: 505,000 a second.
+        #expect(window.perSecond(now: .milliseconds(950), since: nil) == 505 / 0.95)
+        // Before, the 505 were divided by the 50 ms since the gap: 10,100 a second. Now the 5.
         #expect(window.perSecond(now: .milliseconds(950), since: .milliseconds(900)) == 5 / 0.05)
         // From the start of the bucket `since` falls in.
         #expect(window.perSecond(now: .milliseconds(1400), since: .milliseconds(950)) == 5 / 0.5)
@@ -234,6 +234,7 @@ struct PacerSimulation {
                 == window.perSecond(now: .milliseconds(1400), since: nil)
         )
         #expect(window.total(now: .milliseconds(1400)) == 5 + 500 - 417)
+        #expect(window.total(now: .milliseconds(1400), since: .milliseconds(950)) == 5)
     }
 
     @Test func unthrottledIsUnpaced() {

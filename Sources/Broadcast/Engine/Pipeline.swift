@@ -374,7 +374,9 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
 
     private func tick() async {
         var sinceGauges: Duration = .zero
-        var sinceShare: Duration = .zero
+        // The first split at the first tick, not an interval in: until its first split the pacer
+        // takes itself for alone, and known to be.
+        var sinceShare: Duration = quota?.interval ?? .zero
         while !Task.isCancelled {
             do { try await clock.sleep(for: configuration.tickInterval) } catch { return }
             post(.tick)

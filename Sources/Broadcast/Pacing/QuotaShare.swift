@@ -49,6 +49,10 @@ public struct QuotaShare: Sendable, Equatable {
         /// Asks are met this much above what was used, so that an instance whose input grows
         /// is not held at what it sent last round.
         public var headroom = 1.25
+        /// An exchange that has carried no report at all (not even this instance's own) for this
+        /// long since the first split cannot be written or read: this instance paces alone, and
+        /// knows it.
+        public var silentAfter: Duration = .seconds(10)
         public init() {}
     }
 
@@ -61,8 +65,11 @@ public struct QuotaShare: Sendable, Equatable {
     public let hub: String
     public let configuration: Configuration
     private var peers: [String: Peer] = [:]
-    /// The exchange carried this instance's own report back: it reads what the others write.
-    private var heardSelf = false
+    /// When the exchange last carried this instance's own report back (it reads what the others
+    /// write), any report, and when the first split was asked for.
+    private var heardSelfAt: Duration?
+    private var heardAnyAt: Duration?
+    private var firstAskedAt: Duration?
 
     public init(instance: String, hub: String, configuration: Configuration = Configuration()) {
         self.instance = instance
@@ -77,9 +84,10 @@ public struct QuotaShare: Sendable, Equatable {
 
     /// Takes a report; other hubs' are ignored, and its own only tells that the exchange works.
     public mutating func heard(_ report: QuotaReport, now: Duration) {
+        heardAnyAt = now
         guard report.hub == hub else { return }
         guard report.instance != instance else {
-            heardSelf = true
+            heardSelfAt = now
             return
         }
         if report.leaving {
@@ -95,13 +103,15 @@ public struct QuotaShare: Sendable, Equatable {
     public mutating func group(demand: Double, taken: Double, rate: Double?, now: Duration) -> HubPacer.Group {
         peers = peers.filter { now - $0.value.heardAt < configuration.staleAfter }
         let others = Array(peers.values.map(\.report))
-        guard !others.isEmpty else { return HubPacer.Group(known: heardSelf) }
+        let known = isKnown(now: now)
+        guard !others.isEmpty else { return HubPacer.Group(known: known) }
         // Unpaced (or paused, when no split means anything): split what they all start.
         let rate = rate.flatMap { $0 > 0 ? $0 : nil } ?? (taken + others.reduce(0) { $0 + $1.taken })
         let asks = [demand] + others.map(\.demand)
         let share = Self.allocate(rate, asks: asks.map { $0 * configuration.headroom })[0] / max(rate, 1e-9)
-        // The rate of the busiest one whose sends wait for its tokens has been tried; the rate of
-        // one with nothing waiting (its partitions ran dry, or see a trickle) grew unchecked, and
+        // The rate of the busiest one with items waiting (for a token, a `Retry-After` or a free
+        // slot: demand, a rate plus a count, above what it sends) has been tried; the rate of one
+        // with nothing waiting (its partitions ran dry, or see a trickle) grew unchecked, and
         // taken up by the others it would be a throttle storm.
         let busiest = others.filter { $0.rate != nil && $0.demand >= $0.taken + 1 }
             .max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
@@ -110,8 +120,18 @@ public struct QuotaShare: Sendable, Equatable {
             othersAccepted: others.reduce(0) { $0 + $1.accepted },
             othersTaken: others.reduce(0) { $0 + $1.taken },
             othersRate: busiest?.rate,
-            known: heardSelf
+            known: known
         )
+    }
+
+    /// Who else sends to the hub is known: this instance's own report came back lately, or the
+    /// exchange has carried nothing at all for `silentAfter` (it works in neither direction).
+    private mutating func isKnown(now: Duration) -> Bool {
+        let first = firstAskedAt ?? now
+        firstAskedAt = first
+        if let heardSelfAt, now - heardSelfAt < configuration.staleAfter { return true }
+        let silent = heardAnyAt.map { now - $0 >= configuration.staleAfter } ?? true
+        return silent && now - first >= configuration.silentAfter
     }
 
     /// Max-min fair split of `total` between `asks` (water-filling); what is left when every ask
