@@ -62,20 +62,37 @@ public enum ChildProcess {
         try input.fileHandleForWriting.close()
         async let stdoutData = readToEnd(out.fileHandleForReading)
         async let stderrData = readToEnd(err.fileHandleForReading)
+        // Reaped here by pid, never `waitUntilExit`: Foundation once missed a child's exit (the child
+        // a zombie, `isRunning` true for good), and `waitUntilExit` then spun a core on the
+        // cooperative pool until CI's limit, past this timeout.
+        let pid = process.processIdentifier
         let deadline = ContinuousClock.now + timeout
+        var terminatedAt: ContinuousClock.Instant?
+        var reaped: Int32?
         while process.isRunning {
-            if ContinuousClock.now > deadline {
-                process.terminate()
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                reaped = status
                 break
+            }
+            if ContinuousClock.now > deadline, terminatedAt == nil {
+                process.terminate()
+                terminatedAt = .now
+            } else if let terminatedAt, ContinuousClock.now > terminatedAt + .seconds(5) {
+                kill(pid, SIGKILL)
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        process.waitUntilExit()
         return HubcastBinary.Result(
-            status: process.terminationStatus,
+            status: reaped.map(Self.exitStatus) ?? process.terminationStatus,
             stdout: String(decoding: await stdoutData, as: UTF8.self),
             stderr: String(decoding: await stderrData, as: UTF8.self)
         )
+    }
+
+    /// A `waitpid` status as `Process.terminationStatus` gives it: the exit code, or the signal.
+    static func exitStatus(_ status: Int32) -> Int32 {
+        status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
     }
 
     /// The full path of a program on PATH.
