@@ -193,7 +193,7 @@ let package = Package(
             ]
         ),
 
-        .testTarget(name: "NewsTests", dependencies: ["News"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "NewsTests", dependencies: ["News", "TestSupport"], resources: [.copy("Fixtures")]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(
             name: "HubEmulatorTests",

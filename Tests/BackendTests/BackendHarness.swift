@@ -94,7 +94,7 @@ final class BackendHarness: @unchecked Sendable {
     func stop() {
         if let pipeline, pipeline.isRunning {
             pipeline.terminate()
-            pipeline.waitUntilExit()
+            pipeline.reap()
         }
         for backend in backends { backend.stop() }
         emulator.stop()

@@ -339,7 +339,7 @@ final class MultiInstanceHarness: Sendable {
     func stopAll() {
         for m in members.withLock({ $0 }) where m.process.isRunning {
             kill(m.process.processIdentifier, SIGKILL)
-            m.process.waitUntilExit()
+            m.process.reap()
         }
         emulator.stop()
         broker.stop()
@@ -458,12 +458,12 @@ struct MultiInstanceRun: Sendable {
     func finish(timeout: Duration) async throws -> (status: Int32, stdout: String, stderr: String, process: Process) {
         guard await stderr.untilEnd(timeout: timeout) else {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            process.reap()
             throw MultiInstanceHarness.Failure("\(name) did not exit within \(timeout)\n\(stderrTail)")
         }
-        process.waitUntilExit()
+        let status = process.reap()
         _ = await stdout.untilEnd(timeout: .seconds(10))
-        return (process.terminationStatus, stdout.text, stderr.text, process)
+        return (status, stdout.text, stderr.text, process)
     }
 
     var stderrTail: String { "\(name) stderr: …" + stderr.text.suffix(2000) }

@@ -132,8 +132,7 @@ final class PipelineHarness: Sendable {
             async let out = stdout.all()
             async let err = stderr.all()
             let (o, e) = await (out, err)
-            process.waitUntilExit()
-            return HubcastBinary.Result(status: process.terminationStatus, stdout: o, stderr: e)
+            return HubcastBinary.Result(status: process.reap(), stdout: o, stderr: e)
         }
     }
 

@@ -150,9 +150,8 @@ import Testing
         try process.run()
         try await h.waitForDeliveries(100)
         process.terminate()
-        process.waitUntilExit()
         // Records it had read and not sent are left uncommitted, and it says so with a non-zero exit.
-        #expect(process.terminationStatus == 1)
+        #expect(process.reap() == 1)
         let partial = try await h.deliveries().count
         #expect(partial < 400, "the replay finished before it was interrupted; the test proves nothing")
 

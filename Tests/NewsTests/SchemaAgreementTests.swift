@@ -1,5 +1,6 @@
 import Foundation
 import News
+import TestSupport
 import Testing
 
 /// The Swift validator and a standard JSON-Schema validator must agree on every fixture.
@@ -83,9 +84,8 @@ import Testing
         process.standardError = FileHandle.nullDevice
         try process.run()
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
         struct Failed: Error {}
-        guard process.terminationStatus == 0 else { throw Failed() }
+        guard process.reap() == 0 else { throw Failed() }
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -84,15 +84,10 @@ public enum ChildProcess {
             try await Task.sleep(for: .milliseconds(20))
         }
         return HubcastBinary.Result(
-            status: reaped.map(Self.exitStatus) ?? process.terminationStatus,
+            status: reaped.map(Process.exitStatus) ?? process.terminationStatus,
             stdout: String(decoding: await stdoutData, as: UTF8.self),
             stderr: String(decoding: await stderrData, as: UTF8.self)
         )
-    }
-
-    /// A `waitpid` status as `Process.terminationStatus` gives it: the exit code, or the signal.
-    static func exitStatus(_ status: Int32) -> Int32 {
-        status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
     }
 
     /// The full path of a program on PATH.

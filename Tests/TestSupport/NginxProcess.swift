@@ -66,7 +66,7 @@ public final class NginxProcess: @unchecked Sendable {
     public func stop() {
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            process.reap()
         }
         try? FileManager.default.removeItem(at: directory)
     }

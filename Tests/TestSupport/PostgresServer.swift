@@ -80,8 +80,8 @@ public final class PostgresServer: @unchecked Sendable {
             }
             ctl.standardOutput = FileHandle.nullDevice
             ctl.standardError = FileHandle.nullDevice
-            if (try? ctl.run()) != nil { ctl.waitUntilExit() }
-            process.waitUntilExit()
+            if (try? ctl.run()) != nil { ctl.reap(killAfter: .seconds(60)) }
+            process.reap()
         }
         try? FileManager.default.removeItem(at: dataDirectory)
     }

@@ -44,12 +44,13 @@ public final class ServerProcess: @unchecked Sendable {
     /// Sends SIGTERM and waits for the exit; returns the exit status.
     @discardableResult
     public func stop() -> Int32 {
+        var status: Int32?
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            status = process.reap()
         }
         try? FileManager.default.removeItem(at: stderrFile)
-        return process.terminationStatus
+        return status ?? process.terminationStatus
     }
 
     /// Everything the server wrote to stderr so far.

@@ -137,10 +137,9 @@ public final class TansuBroker: @unchecked Sendable {
                 stderrFile = err
                 return
             }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            let status = process.reap(killAfter: .zero)
             lastError =
-                "tansu on port \(port) exited \(process.terminationStatus) or did not listen within \(timeout)\n"
+                "tansu on port \(port) exited \(status) or did not listen within \(timeout)\n"
                 + "stdout: \((try? String(contentsOf: out, encoding: .utf8)) ?? "")\nstderr: \((try? String(contentsOf: err, encoding: .utf8)) ?? "")"
             try? fm.removeItem(at: out)
             try? fm.removeItem(at: err)
@@ -179,17 +178,14 @@ public final class TansuBroker: @unchecked Sendable {
     /// SIGTERM, then SIGKILL if it has not exited within 5 s; returns the exit status.
     @discardableResult
     public func stop() -> Int32 {
+        var status: Int32?
         if process.isRunning {
             process.terminate()
-            let deadline = ContinuousClock.now + .seconds(5)
-            // Foundation's Process has no wait with a deadline: poll its exit, then SIGKILL.
-            while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            status = process.reap(killAfter: .seconds(5))
         }
         try? FileManager.default.removeItem(at: stdoutFile)
         try? FileManager.default.removeItem(at: stderrFile)
-        return process.terminationStatus
+        return status ?? process.terminationStatus
     }
 
     deinit { stop() }
