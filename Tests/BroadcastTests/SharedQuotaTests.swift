@@ -269,8 +269,9 @@ struct GroupSimulation {
     }
 
     /// Found by a randomised search of group runs (below): the first two throttled 48% and 46%
-    /// of requests before (the third, an idle peer's untried rate taken up, 11% with the
-    /// sporadic-verdict change alone). At a round trip of 30 ms (a real hub's, not loopback's 1 ms) answers
+    /// of requests before. The third guards the search's idle-peer case (a busy instance took an
+    /// idle peer's untried rate up: 11% there, reports 72 ms late, with only the other two fixes;
+    /// at this test's timing it passes with the old pacer too). At a round trip of 30 ms (a real hub's, not loopback's 1 ms) answers
     /// lag their sends, and a cut one instance judged while the other moved the hub's rate was
     /// taken for sporadic throttling, a verdict that then confirmed itself (twice the quota
     /// throttles half the sends); an idle instance's untried rate was taken up by a busy one.
