@@ -62,29 +62,15 @@ public enum ChildProcess {
         try input.fileHandleForWriting.close()
         async let stdoutData = readToEnd(out.fileHandleForReading)
         async let stderrData = readToEnd(err.fileHandleForReading)
-        // Reaped here by pid, never `waitUntilExit`: Foundation once missed a child's exit (the child
-        // a zombie, `isRunning` true for good), and `waitUntilExit` then spun a core on the
-        // cooperative pool until CI's limit, past this timeout.
-        let pid = process.processIdentifier
-        let deadline = ContinuousClock.now + timeout
-        var terminatedAt: ContinuousClock.Instant?
-        var reaped: Int32?
-        while process.isRunning {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                reaped = status
-                break
-            }
-            if ContinuousClock.now > deadline, terminatedAt == nil {
-                process.terminate()
-                terminatedAt = .now
-            } else if let terminatedAt, ContinuousClock.now > terminatedAt + .seconds(5) {
-                kill(pid, SIGKILL)
-            }
-            try await Task.sleep(for: .milliseconds(20))
+        // Waited for on a thread of its own: the wait blocks, and the cooperative pool reads the
+        // pipes meanwhile.
+        nonisolated(unsafe) let child = process
+        let status = await withCheckedContinuation { done in
+            Thread { done.resume(returning: child.reap(terminateAfter: timeout, killAfter: timeout + .seconds(5))) }
+                .start()
         }
         return HubcastBinary.Result(
-            status: reaped.map(Process.exitStatus) ?? process.terminationStatus,
+            status: status,
             stdout: String(decoding: await stdoutData, as: UTF8.self),
             stderr: String(decoding: await stderrData, as: UTF8.self)
         )

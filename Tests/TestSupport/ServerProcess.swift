@@ -44,13 +44,10 @@ public final class ServerProcess: @unchecked Sendable {
     /// Sends SIGTERM and waits for the exit; returns the exit status.
     @discardableResult
     public func stop() -> Int32 {
-        var status: Int32?
-        if process.isRunning {
-            process.terminate()
-            status = process.reap()
-        }
+        if process.isRunning { process.terminate() }
+        let status = process.reap()
         try? FileManager.default.removeItem(at: stderrFile)
-        return status ?? process.terminationStatus
+        return status
     }
 
     /// Everything the server wrote to stderr so far.

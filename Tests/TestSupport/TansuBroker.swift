@@ -178,14 +178,11 @@ public final class TansuBroker: @unchecked Sendable {
     /// SIGTERM, then SIGKILL if it has not exited within 5 s; returns the exit status.
     @discardableResult
     public func stop() -> Int32 {
-        var status: Int32?
-        if process.isRunning {
-            process.terminate()
-            status = process.reap(killAfter: .seconds(5))
-        }
+        if process.isRunning { process.terminate() }
+        let status = process.reap(killAfter: .seconds(5))
         try? FileManager.default.removeItem(at: stdoutFile)
         try? FileManager.default.removeItem(at: stderrFile)
-        return status ?? process.terminationStatus
+        return status
     }
 
     deinit { stop() }
