@@ -64,7 +64,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // Text formats several modules write or check: tag syntax, JSON and RFC 3339 writers,
+        // Text formats several modules write or check: tag syntax, the JSON parser, JSON and RFC 3339 writers,
         // legible quoting of input in errors. No dependencies.
         .target(name: "TextFormats"),
         // Azure Notification Hubs: connection strings, SAS tokens, libcurl transport, tag
@@ -134,7 +134,7 @@ let package = Package(
         .target(
             name: "Replay",
             dependencies: [
-                "Broadcast", "Kafka", "News", "NotificationHubs",
+                "Broadcast", "Kafka", "News", "NotificationHubs", "TextFormats",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -193,7 +193,11 @@ let package = Package(
             ]
         ),
 
-        .testTarget(name: "NewsTests", dependencies: ["News", "TestSupport"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "NewsTests",
+            dependencies: ["News", "TextFormats", "TestSupport"],
+            resources: [.copy("Fixtures")]
+        ),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(
             name: "HubEmulatorTests",

@@ -7,7 +7,11 @@ extension NotificationHubEmulator {
     /// NH's request limit.
     static let maxBody = 64 * 1024
 
-    /// `POST /{hub}/messages`: route by tag expression, render templates, answer 201.
+    /// `POST /{hub}/messages`: route by tag expression, render templates, answer 201. A native
+    /// send reaches that platform's registrations only and is linted by the sender's rules
+    /// (`NativeLint`): what the hub itself checks (valid JSON or XML, an `X-WNS-Type` that is the
+    /// XML's root) is refused with 400, what only the platform would drop (over its size, the
+    /// retired GCM shape, an alert without one) is accepted and flagged in the delivery log.
     func send(_ request: EmulatorRequest, hub: String, store: HubStore) -> EmulatorResponse {
         guard request.body.count <= Self.maxBody else { return reject(413, "The request body exceeds 64 KB") }
         guard let format = request.header("servicebusnotification-format")?.lowercased(), !format.isEmpty else {
@@ -25,6 +29,19 @@ extension NotificationHubEmulator {
             } catch {
                 return reject(400, "Invalid ServiceBusNotification-Tags: \(error.description)")
             }
+        }
+        var problem: LintViolation?
+        var platformHeaders: [(String, String)] = []
+        if let platform = NativePlatform(rawValue: format) {
+            if let violation = NativeLint.check(platform, payload: request.body, header: request.header) {
+                switch violation.rule {
+                case .json, .xml, .wnsType: return reject(400, violation.description)
+                default: problem = violation
+                }
+            }
+            platformHeaders = request.headers.filter {
+                $0.key == "content-type" || $0.key.hasPrefix("apns-") || $0.key.hasPrefix("x-wns-")
+            }.sorted { $0.key < $1.key }
         }
         var properties: [String: String] = [:]
         if format == "template" {
@@ -70,7 +87,13 @@ extension NotificationHubEmulator {
                 matched: match.count,
                 payloads: payloads,
                 devices: match.sample.map(\.device),
-                atEpochSeconds: Date().timeIntervalSince1970
+                atEpochSeconds: Date().timeIntervalSince1970,
+                headers: platformHeaders,
+                problem: problem?.description,
+                outcome: problem.map {
+                    $0.rule == .size ? "PnsInvalidNotificationSize" : "PnsInvalidNotificationFormat"
+                }
+                    ?? "Success"
             )
         )
         var response = EmulatorResponse(
@@ -93,19 +116,28 @@ extension NotificationHubEmulator {
 
     /// `GET /{hub}/messages/{id}`: per-message telemetry. The emulator finishes a send as it
     /// accepts it, so a send it remembers is `Completed` (or `NoTargetFound`); it does not know a
-    /// template device's platform, so every device reached is one `Success` under `TemplateOutcomeCounts`.
+    /// template device's platform, so the devices reached are counted under the send's format
+    /// (`TemplateOutcomeCounts` for a template send), as `Success`, or for a flagged native send
+    /// as the platform's refusal (`PnsInvalidNotificationSize`, `PnsInvalidNotificationFormat`).
     func notificationDetails(id: String, hub: String, host: String) -> EmulatorResponse {
         guard let number = Int(id), let record = log.record(notificationID: number), record.hub == hub else {
             return .error(404, "No telemetry for notification \(id)")
         }
         let time = CivilDate.rfc3339(epochSeconds: record.atEpochSeconds)
+        let outcomes =
+            switch record.format {
+            case "apple": "ApnsOutcomeCounts"
+            case "fcmv1": "FcmV1OutcomeCounts"
+            case "windows": "WnsOutcomeCounts"
+            default: "TemplateOutcomeCounts"
+            }
         let body = """
             <NotificationDetails xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" \
             xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><NotificationId>\(id)</NotificationId>\
             <Location>sb://\(XMLText.escape(host))/\(XMLText.escape(hub))/messages/\(id)</Location>\
             <State>\(record.matched > 0 ? "Completed" : "NoTargetFound")</State><EnqueueTime>\(time)</EnqueueTime>\
             <StartTime>\(time)</StartTime><EndTime>\(time)</EndTime><TargetPlatforms>\(XMLText.escape(record.format))</TargetPlatforms>\
-            <TemplateOutcomeCounts><Outcome><Name>Success</Name><Count>\(record.matched)</Count></Outcome></TemplateOutcomeCounts>\
+            <\(outcomes)><Outcome><Name>\(record.outcome)</Name><Count>\(record.matched)</Count></Outcome></\(outcomes)>\
             </NotificationDetails>
             """
         return EmulatorResponse(

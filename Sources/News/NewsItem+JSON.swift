@@ -32,6 +32,26 @@ extension NewsItem {
         w.member("publishedAt", publishedAt?.text)
         w.member("expiresAt", expiresAt?.text)
         w.member("priority", priority?.name)
+        if let platforms {
+            w.key("platforms")
+            w.beginArray()
+            for platform in platforms { w.string(platform.rawValue) }
+            w.endArray()
+        }
+        if !notifications.isEmpty {
+            w.key("notifications")
+            w.beginObject()
+            for platform in Platform.allCases {
+                switch notifications[platform] {
+                case .json(let value)?:
+                    w.key(platform.rawValue)
+                    w.value(value)
+                case .xml(let text)?: w.member(platform.rawValue, text)
+                case nil: break
+                }
+            }
+            w.endObject()
+        }
         w.endObject()
         return w.bytes
     }

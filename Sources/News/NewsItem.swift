@@ -1,5 +1,18 @@
+import TextFormats
+
 /// A breaking-news item as the newsroom publishes it (schemas/news-item.schema.json).
 public struct NewsItem: Sendable, Equatable {
+    /// Where an item goes: devices' templates, or a push service natively.
+    public enum Platform: String, Sendable, Hashable, CaseIterable {
+        case template, apple, fcmv1, windows
+    }
+
+    /// A payload the newsroom wrote for one platform: JSON for APNs and FCM v1, XML for WNS.
+    public enum Payload: Sendable, Equatable {
+        case json(JSONValue)
+        case xml(String)
+    }
+
     /// Dedupe and idempotency key, 1–128 characters.
     public var id: String
     /// Trimmed, 1–512 characters.
@@ -21,6 +34,10 @@ public struct NewsItem: Sendable, Equatable {
     public var expiresAt: Timestamp?
     /// nil: the item named none (its category's default applies, else `normal`).
     public var priority: Priority?
+    /// As the item lists them; nil: none listed.
+    public var platforms: [Platform]?
+    /// Explicit payloads by platform (never `template`); each implies its platform.
+    public var notifications: [Platform: Payload]
 
     public init(
         id: String,
@@ -36,7 +53,9 @@ public struct NewsItem: Sendable, Equatable {
         secure: Bool = false,
         publishedAt: Timestamp? = nil,
         expiresAt: Timestamp? = nil,
-        priority: Priority? = nil
+        priority: Priority? = nil,
+        platforms: [Platform]? = nil,
+        notifications: [Platform: Payload] = [:]
     ) {
         self.id = id
         self.headline = headline
@@ -52,6 +71,22 @@ public struct NewsItem: Sendable, Equatable {
         self.publishedAt = publishedAt
         self.expiresAt = expiresAt
         self.priority = priority
+        self.platforms = platforms
+        self.notifications = notifications
+    }
+
+    /// Shared: most items are this, and the planner asks for every one.
+    private static let templateOnly: [Platform] = [.template]
+
+    /// Each platform the item is sent to, once: those listed, then those with an explicit
+    /// payload; `template` alone when the item names neither.
+    public var sendPlatforms: [Platform] {
+        if platforms == nil && notifications.isEmpty { return Self.templateOnly }
+        var result = platforms ?? []
+        for platform in Platform.allCases where notifications[platform] != nil && !result.contains(platform) {
+            result.append(platform)
+        }
+        return result
     }
 
     /// True when the item has an `expiresAt` at or before `now`.

@@ -80,6 +80,11 @@ public struct NewsItemDecoder: Sendable {
         if tagExpression != nil && users != nil {
             throw .schema("users", "cannot be combined with tagExpression: give one audience")
         }
+        let secure = try optionalBool(o, "secure") ?? false
+        let notifications = try payloads(o)
+        if secure && !notifications.isEmpty {
+            throw .schema("notifications", "cannot be given for a secure item: only its id may go out")
+        }
         return NewsItem(
             id: id,
             headline: headline,
@@ -91,11 +96,76 @@ public struct NewsItemDecoder: Sendable {
             tagExpression: tagExpression,
             users: users,
             properties: try propertyMap(o),
-            secure: try optionalBool(o, "secure") ?? false,
+            secure: secure,
             publishedAt: try timestamp(o, "publishedAt"),
             expiresAt: try timestamp(o, "expiresAt"),
-            priority: try priority(o)
+            priority: try priority(o),
+            platforms: try platformList(o),
+            notifications: notifications
         )
+    }
+
+    private func platformList(_ o: [String: JSONValue]) throws(NewsItemError) -> [NewsItem.Platform]? {
+        guard let value = o["platforms"] else { return nil }
+        let count = NewsItem.Platform.allCases.count
+        guard case .array(let array) = value else {
+            throw .schema("platforms", "must be an array of platform names, not \(value.typeName)")
+        }
+        guard (1...count).contains(array.count) else {
+            throw .schema("platforms", "must list 1 to \(count) platforms, got \(array.count)")
+        }
+        var platforms: [NewsItem.Platform] = []
+        for (i, element) in array.enumerated() {
+            guard case .string(let name) = element else {
+                throw .schema("platforms[\(i)]", "must be a string, not \(element.typeName)")
+            }
+            let platform = try NewsItem.Platform(named: name, field: "platforms[\(i)]")
+            guard !platforms.contains(platform) else {
+                throw .schema("platforms[\(i)]", "names \(name) a second time")
+            }
+            platforms.append(platform)
+        }
+        return platforms
+    }
+
+    private func payloads(_ o: [String: JSONValue]) throws(NewsItemError) -> [NewsItem.Platform: NewsItem.Payload] {
+        guard let value = o["notifications"] else { return [:] }
+        guard case .object(let map) = value, !map.isEmpty else {
+            throw .schema(
+                "notifications",
+                "must be an object of payloads by platform, such as {\"apple\": {\"aps\": …}}"
+            )
+        }
+        var payloads: [NewsItem.Platform: NewsItem.Payload] = [:]
+        for (name, payload) in map.sorted(by: { $0.key < $1.key }) {
+            let field = "notifications.\(name.prefix(40))"
+            switch NewsItem.Platform(rawValue: name) {
+            case .apple?, .fcmv1?:
+                guard case .object = payload else {
+                    throw .schema(field, "must be a JSON object (the platform's payload), not \(payload.typeName)")
+                }
+                payloads[NewsItem.Platform(rawValue: name) ?? .apple] = .json(payload)
+            case .windows?:
+                guard case .string(let xml) = payload, !xml.isEmpty else {
+                    throw .schema(
+                        field,
+                        "must be the XML of a toast, tile or badge as a string, not \(payload.typeName)"
+                    )
+                }
+                payloads[.windows] = .xml(xml)
+            case .template?:
+                throw .schema(field, "is not a payload: a template send takes the item's properties")
+            case nil:
+                throw .schema(field, Self.unknownPlatform(name, allowed: [.apple, .fcmv1, .windows]))
+            }
+        }
+        return payloads
+    }
+
+    fileprivate static func unknownPlatform(_ name: String, allowed: [NewsItem.Platform]) -> String {
+        let names = allowed.map(\.rawValue).joined(separator: ", ")
+        if name == "gcm" || name == "fcm" { return "is the legacy FCM API, retired by Google in June 2024: use fcmv1" }
+        return "must be one of \(names), got \"\(name.prefix(40))\""
     }
 
     private func priority(_ o: [String: JSONValue]) throws(NewsItemError) -> Priority? {
@@ -192,5 +262,15 @@ public struct NewsItemDecoder: Sendable {
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(scalars[first...last])
+    }
+}
+
+extension NewsItem.Platform {
+    /// The platform of that name, or an error naming `field`.
+    public init(named name: String, field: String) throws(NewsItemError) {
+        guard let platform = Self(rawValue: name) else {
+            throw .schema(field, NewsItemDecoder.unknownPlatform(name, allowed: Self.allCases))
+        }
+        self = platform
     }
 }

@@ -5,13 +5,14 @@ import News
 import NotificationHubs
 
 /// One dead-letter record → the sends to make again: parse, filter, re-validate, skip expired
-/// items, plan, and drop (item, audience) pairs this replay already has. Runs on the engine's loop.
+/// items, plan, and drop (item, platform, audience) triples this replay already has. Runs on the
+/// engine's loop.
 struct ReplayPreparer: RecordPreparer {
     let configuration: Replayer.Configuration
     let tally: ReplayTally
     let metrics: PipelineMetrics
     let report: @Sendable (String) -> Void
-    /// (item id, audience) pairs already planned by this replay.
+    /// (item id, platform, audience) triples already planned by this replay.
     private var seen: Set<String> = []
 
     init(
@@ -55,22 +56,26 @@ struct ReplayPreparer: RecordPreparer {
             metrics.expired.increment()
             return .done
         }
-        let planned: [PlannedSend]
-        if let audience = record.audience {
-            planned = [
-                PlannedSend(
-                    tagExpression: audience,
-                    properties: TemplateProperties.build(for: item, category: category)
-                )
-            ]
-        } else if let all = try? SendPlanner.plan(item, category: category) {
-            planned = all
-        } else {
+        // A record of one failed send replays that send: its audience, and its platform (a record
+        // without one is from a template send).
+        guard
+            let planned = try? SendPlanner.plan(
+                item,
+                category: category,
+                priority: item.priority ?? .normal,
+                expiresAt: item.expiresAt?.epochSeconds,
+                now: Date().timeIntervalSince1970,
+                audience: record.audience,
+                platform: record.audience == nil ? nil : record.platform ?? "template"
+            ), !planned.isEmpty
+        else {
             tally.count { $0.stillInvalid += 1 }
             return .done
         }
-        // The same (item, audience) goes out once per replay however often it was dead-lettered.
-        let fresh = planned.filter { seen.insert(item.id + "\u{0}" + $0.tagExpression).inserted }
+        // The same send goes out once per replay however often it was dead-lettered.
+        let fresh = planned.filter {
+            seen.insert(item.id + "\u{0}" + $0.platform + "\u{0}" + $0.tagExpression).inserted
+        }
         if fresh.count < planned.count {
             tally.count { $0.duplicates += planned.count - fresh.count }
             metrics.duplicates.increment(by: planned.count - fresh.count)

@@ -1,4 +1,5 @@
 import News
+import TextFormats
 
 /// A dead-letter record read back for replay (schemas/dead-letter.schema.json).
 public struct ReplayRecord: Sendable {
@@ -9,6 +10,9 @@ public struct ReplayRecord: Sendable {
     public let category: String?
     /// The failed send's tag expression; nil for an invalid message.
     public let audience: String?
+    /// `template` or the native platform of the failed send; nil for an invalid message, and in
+    /// records written before sends had platforms (all template sends).
+    public let platform: String?
     public let message: [UInt8]
     public let sourceTopic: String
     public let sourcePartition: Int32
@@ -48,6 +52,7 @@ public struct ReplayRecord: Sendable {
         itemID = string("itemId")
         category = string("category")
         audience = string("audience")
+        platform = string("platform")
         self.message = Array(message.utf8)
         sourceTopic = topic
         if case .number(let p)? = source["partition"] { sourcePartition = Int32(p) } else { sourcePartition = 0 }

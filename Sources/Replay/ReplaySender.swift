@@ -27,9 +27,9 @@ final class ReplaySender: Sender {
         // A dry run plans no sends, so a replay without a client never gets here.
         guard let client else { return .abandoned }
         do {
-            _ = try await client.sendTemplate(properties: work.send.properties, tagExpression: work.send.tagExpression)
+            _ = try await client.send(work.send.notification, tagExpression: work.send.tagExpression)
             tally.settled(work.ticket) { $0.sent += 1 }
-            metrics.sent.increment()
+            metrics.sent(work.send.notification.platform).increment()
             return .delivered
         } catch {
             if let notTheItems = PipelineEngine<ReplaySend>.Outcome(notTheItemsFault: error) { return notTheItems }
@@ -51,6 +51,7 @@ final class ReplaySender: Sender {
                     itemID: work.item.id,
                     category: work.category,
                     audience: work.send.tagExpression,
+                    platform: work.send.platform,
                     source: source,
                     firstAttemptAt: error.firstAttemptAt,
                     lastAttemptAt: error.lastAttemptAt

@@ -1,5 +1,6 @@
 import News
 import TestSupport
+import TextFormats
 
 /// Kafka message values for the planner fuzz test, each with what the generator meant it to be.
 enum NewsItemFuzzer {
@@ -21,7 +22,8 @@ enum NewsItemFuzzer {
         case 50..<60: (damaged(validItem(&rng).json, &rng), .anything)
         case 60..<68: (deepJSON(&rng), .anything)
         case 68..<70: (hugeString(&rng), .anything)
-        case 70..<80: (withHostileExpression(&rng).json, .anything)
+        case 70..<76: (withHostileExpression(&rng).json, .anything)
+        case 76..<80: (withHostilePayloads(&rng).json, .anything)
         case 80..<90: (oddStrings(&rng), .anything)
         default: ((0..<rng.logUniform(upTo: 4_000)).map { _ in UInt8.random(in: 0...255, using: &rng) }, .anything)
         }
@@ -82,6 +84,32 @@ enum NewsItemFuzzer {
             item.users = (0..<count).map { _ in tag(&rng, maxLength: 40) }
         default: break
         }
+        if Int.random(in: 0..<4, using: &rng) == 0 {
+            let platforms = NewsItem.Platform.allCases.filter { _ in Bool.random(using: &rng) }
+            item.platforms = platforms.isEmpty ? [.apple] : platforms.shuffled(using: &rng)
+        }
+        return item
+    }
+
+    /// A decodable item with explicit payloads built to break the lint: XML-ish text, JSON of any
+    /// shape nested up to the parser's limit, the legacy FCM members.
+    static func withHostilePayloads(_ rng: inout SeededGenerator) -> NewsItem {
+        var item = validItem(&rng)
+        item.secure = false
+        let markup = [
+            "<", ">", "/", "=", "\"", "'", "&", "#", ";", "x", "toast", "tile", "!--", "?", "[CDATA[", "]]", " ", "é",
+        ]
+        let n = rng.logUniform(upTo: 6_000)
+        item.notifications[.windows] = .xml("x" + (0..<n).map { _ in markup.randomElement(using: &rng) ?? "" }.joined())
+        var value = JSONValue.string(text(&rng, maxLength: 20))
+        for _ in 0..<Int.random(in: 0...63, using: &rng) {
+            let key =
+                ["aps", "alert", "message", "data", "notification", "android", "ttl", "content-available"]
+                .randomElement(using: &rng) ?? "aps"
+            value = Bool.random(using: &rng) ? .object([key: value]) : .array([value, .number(1)])
+        }
+        if case .object = value {} else { value = .object(["aps": value]) }
+        item.notifications[Bool.random(using: &rng) ? .apple : .fcmv1] = .json(value)
         return item
     }
 

@@ -1,6 +1,15 @@
 import Broadcast
 import News
+import NotificationHubs
 import Testing
+
+extension PlannedSend {
+    /// A template send's properties; none for a native send.
+    var properties: [(String, String)] {
+        if case .template(let properties) = notification { return properties }
+        return []
+    }
+}
 
 @Suite struct SendPlannerTests {
     @Test func seedTemplatePropertiesComeFirstAndCannotBeOverridden() throws {

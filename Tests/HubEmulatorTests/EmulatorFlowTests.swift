@@ -520,3 +520,73 @@ func with<T>(_ value: T, _ change: (inout T) -> Void) -> T {
     change(&copy)
     return copy
 }
+
+/// Native sends through the emulator: routed to that platform's registrations only, refused
+/// where the hub refuses, flagged where only the platform would drop them.
+@Suite struct EmulatorNativeSendTests {
+    @Test func aNativeSendReachesOnlyItsPlatformAndIsCheckedByThePlatformsRules() async throws {
+        let live = try await LiveEmulator()
+        let client = try live.client()
+        for (platform, handle) in [(Registration.Platform.apple, "aa01"), (.fcmv1, "f-1"), (.windows, "https://w/1")] {
+            let id = try await client.createRegistrationID()
+            try await client.upsertRegistration(
+                Registration(platform: platform, handle: handle, tags: ["World"]),
+                id: id
+            )
+        }
+        let templateID = try await client.createRegistrationID()
+        try await client.upsertRegistration(
+            Registration(platform: .apple, handle: "aa02", tags: ["World"], template: SimulatedAudience.seedTemplate),
+            id: templateID
+        )
+
+        let apple = NativeNotification(
+            platform: .apple,
+            payload: Array(#"{"aps":{"alert":"Quake"}}"#.utf8),
+            headers: [HTTPHeader("apns-push-type", "alert"), HTTPHeader("apns-priority", "10")]
+        )
+        let sent = try await client.send(.native(apple), tagExpression: "World")
+        var records = try await live.deliveries()
+        #expect(records.last?["matched"] as? Int == 1 && records.last?["format"] as? String == "apple")
+        #expect(records.last?["problem"] == nil)
+        let details = try await client.notificationDetails(id: try #require(sent.notificationID))
+        #expect(details.platforms.map(\.platform) == ["Apns"] && details.successes == 1, "\(details)")
+
+        // Over APNs' 4 KB: the hub takes it, APNs would refuse it: flagged, counted as the platform's refusal.
+        let big = NativeNotification(
+            platform: .apple,
+            payload: Array(#"{"aps":{"alert":"\#(String(repeating: "x", count: 4200))"}}"#.utf8),
+            headers: [HTTPHeader("apns-push-type", "alert")]
+        )
+        let flagged = try await client.send(.native(big), tagExpression: "World")
+        records = try await live.deliveries()
+        #expect((records.last?["problem"] as? String ?? "").hasPrefix("apple payload breaks rule size:"))
+        let flaggedDetails = try await client.notificationDetails(id: try #require(flagged.notificationID))
+        #expect(flaggedDetails.outcomes.map(\.name) == ["PnsInvalidNotificationSize"], "\(flaggedDetails)")
+
+        // What the hub itself checks is refused with 400, naming the rule.
+        let refusals: [NativeNotification] = [
+            NativeNotification(platform: .fcmv1, payload: Array("{not json".utf8)),
+            NativeNotification(
+                platform: .windows,
+                payload: Array("<toast>".utf8),
+                headers: [HTTPHeader("X-WNS-Type", "wns/toast")]
+            ),
+            NativeNotification(
+                platform: .windows,
+                payload: Array("<toast/>".utf8),
+                headers: [HTTPHeader("X-WNS-Type", "wns/tile")]
+            ),
+        ]
+        for notification in refusals {
+            await #expect {
+                try await client.send(.native(notification), tagExpression: "World")
+            } throws: { error in
+                (error as? SendFailure)?.status == 400
+                    && (error as? SendFailure)?.message.contains("payload breaks rule") == true
+            }
+        }
+        let stats = try JSONSerialization.jsonObject(with: try await live.get("/_emulator/stats").0) as? [String: Any]
+        #expect(stats?["flagged"] as? Int == 1 && stats?["sends"] as? Int == 2, "\(String(describing: stats))")
+    }
+}

@@ -25,16 +25,7 @@ import Testing
 
     /// One test device that carries the canary tag, registered as an app would.
     static func registerTestDevice(_ h: PipelineHarness) async throws {
-        var config = NotificationHubConfiguration(
-            connection: try ConnectionString(parsing: h.emulator.firstLine),
-            hubName: PipelineHarness.hub
-        )
-        config.requestTimeout = .seconds(30)
-        let client = NotificationHubClient(
-            configuration: config,
-            transport: CurlTransport(logger: Logger(label: "test")),
-            logger: Logger(label: "test")
-        )
+        let client = try h.hubClient()
         let id = try await client.createRegistrationID()
         try await client.upsertRegistration(
             Registration(

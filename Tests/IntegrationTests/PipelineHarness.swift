@@ -1,7 +1,9 @@
 import Foundation
 import HubEmulator
 import Kafka
+import Logging
 import News
+import NotificationHubs
 import TestSupport
 import Testing
 
@@ -33,6 +35,20 @@ final class PipelineHarness: Sendable {
     var emulatorURL: String {
         let port = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
         return "http://127.0.0.1:\(port)/"
+    }
+
+    /// A client of the emulator's hub, as an app backend registering devices would have.
+    func hubClient() throws -> NotificationHubClient {
+        var config = NotificationHubConfiguration(
+            connection: try ConnectionString(parsing: emulator.firstLine),
+            hubName: Self.hub
+        )
+        config.requestTimeout = .seconds(30)
+        return NotificationHubClient(
+            configuration: config,
+            transport: CurlTransport(logger: Logger(label: "test")),
+            logger: Logger(label: "test")
+        )
     }
 
     /// How many simulated devices follow each category: the emulator's audience, recomputed.
@@ -179,9 +195,7 @@ final class PipelineHarness: Sendable {
 
     /// Every delivery the emulator recorded: (headline of the first payload, tag expression, matched, time).
     func deliveries() async throws -> [(headline: String, tags: String, matched: Int, at: Double)] {
-        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/deliveries"])
-        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
-        return (json?["deliveries"] as? [[String: Any]] ?? []).map { record in
+        try await deliveryRecords().map { record in
             let payload = (record["payloads"] as? [String])?.first ?? ""
             let headline = payload.components(separatedBy: " News : ").last?.components(separatedBy: "\"").first ?? ""
             return (
@@ -189,6 +203,13 @@ final class PipelineHarness: Sendable {
                 record["at"] as? Double ?? 0
             )
         }
+    }
+
+    /// Every delivery the emulator recorded, as its `/_emulator/deliveries` writes it.
+    func deliveryRecords() async throws -> [[String: Any]] {
+        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/deliveries"])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return json?["deliveries"] as? [[String: Any]] ?? []
     }
 
     func faults(_ json: String) async throws {

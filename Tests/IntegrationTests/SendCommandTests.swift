@@ -28,12 +28,65 @@ import Testing
             environment: Self.environment(port: server.port)
         )
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout == "sent to Science: HTTP 201, notification id 42, attempts 1, tracking id t-1\n")
+        #expect(
+            result.stdout == "sent template to Science: HTTP 201, notification id 42, attempts 1, tracking id t-1\n"
+        )
         let body = String(decoding: try #require(server.requests.first).body, as: UTF8.self)
         #expect(
             body
                 == #"{"messageParam":"Breaking Science News : Comet seen","headline":"Comet seen","category":"Science","id":"c1"}"#
         )
+    }
+
+    /// `--platform` makes one native send per platform, each with its format's headers and the
+    /// documented rendering; a retired or unknown platform is refused before any request.
+    @Test func platformsAreOneNativeSendEachWithTheirHeaders() async throws {
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201) }
+        let result = try await HubcastBinary.run(
+            [
+                "send", "--category", "World", "--headline", "Quake", "--id", "q1", "--platform", "apple",
+                "--platform", "windows",
+            ],
+            environment: Self.environment(port: server.port)
+        )
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout.hasPrefix("sent apple to World: HTTP 201")
+                && result.stdout.contains("\nsent windows to World:")
+        )
+        let requests = server.requests
+        #expect(requests.map { $0.header("ServiceBusNotification-Format") ?? "-" } == ["apple", "windows"])
+        #expect(requests[0].header("Content-Type") == "application/json;charset=utf-8")
+        #expect(requests[0].header("apns-push-type") == "alert" && requests[0].header("apns-priority") == "10")
+        #expect(
+            String(decoding: requests[0].body, as: UTF8.self)
+                == #"{"aps":{"alert":{"title":"Breaking World News","body":"Quake"},"sound":"default"},"id":"q1","category":"World"}"#
+        )
+        #expect(
+            requests[1].header("Content-Type") == "application/xml" && requests[1].header("X-WNS-Type") == "wns/toast"
+        )
+        #expect(requests.allSatisfy { $0.header("ServiceBusNotification-Tags") == "World" })
+
+        let retired = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "Quake", "--platform", "gcm"],
+            environment: Self.environment(port: server.port)
+        )
+        #expect(
+            retired.status == 2 && retired.stderr.contains("\"--platform\" is the legacy FCM API"),
+            "\(retired.stderr)"
+        )
+        let legacy = try await HubcastBinary.run(
+            [
+                "send", "--category", "World", "--json",
+                #"{"id":"l","headline":"h","notifications":{"fcmv1":{"notification":{"title":"t"}}}}"#,
+            ],
+            environment: Self.environment(port: server.port)
+        )
+        #expect(
+            legacy.status == 2 && legacy.stderr.contains("fcmv1 payload breaks rule legacy-gcm"),
+            "\(legacy.stderr)"
+        )
+        #expect(server.requests.count == 2)
     }
 
     /// The hub's system tags name one installation (or one user's): `send` takes them; other `$`
@@ -63,7 +116,7 @@ import Testing
             environment: Self.environment(port: server.port)
         )
         #expect(failed.status == 1)
-        #expect(failed.stdout.contains("failed to World: not-found (HTTP 404, 1 attempt): Hub not found"))
+        #expect(failed.stdout.contains("failed template to World: not-found (HTTP 404, 1 attempt): Hub not found"))
 
         let port = freeLoopbackPort()
         let unreachable = try await HubcastBinary.run(
@@ -80,13 +133,13 @@ import Testing
         let env = Self.environment(port: nginx.port, emulator: false)
         let refused = try await HubcastBinary.run(["send", "--category", "World", "--headline", "x"], environment: env)
         #expect(refused.status == 3)
-        #expect(refused.stdout.contains("failed to World: tls"))
+        #expect(refused.stdout.contains("failed template to World: tls"))
         let trusted = try await HubcastBinary.run(
             ["send", "--category", "World", "--headline", "x", "--ca-file", try #require(nginx.certificate)],
             environment: env
         )
         #expect(trusted.status == 0, "\(trusted.stdout)\(trusted.stderr)")
-        #expect(trusted.stdout.hasPrefix("sent to World: HTTP 201"))
+        #expect(trusted.stdout.hasPrefix("sent template to World: HTTP 201"))
     }
 
     @Test func badInputAndConfigurationExit2WithoutTheKey() async throws {

@@ -1,5 +1,6 @@
 import News
 import Testing
+import TextFormats
 
 @Suite struct NewsItemDecoderTests {
     let decoder = NewsItemDecoder()
@@ -114,6 +115,39 @@ import Testing
         }
         let valid = Array(#"{"id":"a","headline":"\#u{FFFD} caf\#u{E9} \#u{1F30D}"}"#.utf8)
         #expect(try decoder.decode(valid).headline == "\u{FFFD} caf\u{E9} \u{1F30D}")
+    }
+
+    @Test func platformsAndPayloadsAreReadAndBadOnesNameTheirField() throws {
+        let item = try decoder.decode(
+            Array(
+                #"{"id":"p","headline":"h","platforms":["windows","template"],"notifications":{"apple":{"aps":{"badge":1}},"windows":"<toast/>"}}"#
+                    .utf8
+            )
+        )
+        #expect(item.platforms == [.windows, .template])
+        #expect(item.sendPlatforms == [.windows, .template, .apple])
+        #expect(item.notifications[.windows] == .xml("<toast/>"))
+        // Written back and read again, the item is the same.
+        #expect(try decoder.decode(item.json) == item)
+        let cases: [(String, String, String)] = [
+            (#""platforms":["apple","blackberry"]"#, "platforms[1]", "must be one of template, apple, fcmv1, windows"),
+            (#""platforms":["gcm"]"#, "platforms[0]", "retired by Google in June 2024: use fcmv1"),
+            (#""platforms":["apple","apple"]"#, "platforms[1]", "names apple a second time"),
+            (#""platforms":[]"#, "platforms", "must list 1 to 4 platforms"),
+            (#""platforms":"apple""#, "platforms", "must be an array of platform names, not string"),
+            (#""platforms":[7]"#, "platforms[0]", "must be a string, not number"),
+            (#""notifications":{"apple":"{}"}"#, "notifications.apple", "must be a JSON object"),
+            (#""notifications":{"windows":{"toast":1}}"#, "notifications.windows", "must be the XML"),
+            (#""notifications":{"template":{}}"#, "notifications.template", "is not a payload"),
+            (#""notifications":{"baidu":{}}"#, "notifications.baidu", "must be one of apple, fcmv1, windows"),
+            (#""notifications":[]"#, "notifications", "must be an object of payloads"),
+            (#""secure":true,"notifications":{"apple":{"aps":{}}}"#, "notifications", "secure item"),
+        ]
+        for (members, field, reason) in cases {
+            let error = error(#"{"id":"x","headline":"h","# + members + "}")
+            #expect(error?.field == field, "\(members): \(String(describing: error))")
+            #expect(error?.reason.contains(reason) == true, "\(members): \(String(describing: error))")
+        }
     }
 }
 

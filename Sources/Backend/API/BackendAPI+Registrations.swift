@@ -1,6 +1,7 @@
 import Hummingbird
 import News
 import NotificationHubs
+import TextFormats
 
 /// Seed 003's registration calls: `POST /api/register?handle=`, `PUT` and `DELETE /api/register/{id}`.
 extension BackendAPI {

@@ -18,6 +18,8 @@ public struct DeadLetterRecord: Sendable {
     public var category: String?
     /// The tag expression of the failed send; nil for an invalid message.
     public var audience: String?
+    /// `template` or the native platform of the failed send; nil for an invalid message.
+    public var platform: String?
     public var topic: String
     public var partition: Int32
     public var offset: Int64
@@ -34,6 +36,7 @@ public struct DeadLetterRecord: Sendable {
         itemID: String? = nil,
         category: String? = nil,
         audience: String? = nil,
+        platform: String? = nil,
         source: KafkaMessage,
         firstAttemptAt: Double? = nil,
         lastAttemptAt: Double? = nil,
@@ -47,6 +50,7 @@ public struct DeadLetterRecord: Sendable {
         self.itemID = itemID
         self.category = category
         self.audience = audience
+        self.platform = platform
         topic = source.topic
         partition = source.partition
         offset = source.offset
@@ -69,6 +73,7 @@ public struct DeadLetterRecord: Sendable {
         w.member("category", category)
         w.key("audience")
         if let audience { w.string(audience) } else { w.null() }
+        w.member("platform", platform)
         w.key("source")
         w.beginObject()
         w.member("topic", topic)

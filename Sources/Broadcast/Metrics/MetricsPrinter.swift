@@ -63,6 +63,26 @@ public struct MetricsPrinter: Service {
             w.key(field)
             w.number(s.counter(PipelineMetrics.prefix + label))
         }
+        let native = NativePlatform.allCases.map { platform in
+            (
+                platform.rawValue,
+                s.counters.filter {
+                    $0.key.label == "hubcast_sent" && $0.key.dimension("platform") == platform.rawValue
+                }.values.reduce(0, +)
+            )
+        }
+        // Only once a native send was made: most runs send templates alone.
+        if native.contains(where: { $0.1 > 0 }) {
+            w.key("sentByPlatform")
+            w.beginObject()
+            w.key("template")
+            w.number(s.counter("hubcast_sent") - native.reduce(0) { $0 + $1.1 })
+            for (name, count) in native {
+                w.key(name)
+                w.number(count)
+            }
+            w.endObject()
+        }
         w.key("inFlight")
         w.number(Int64(s.meter("hubcast_in_flight")))
         w.key("concurrency")

@@ -1,5 +1,6 @@
 import Metrics
 import News
+import NotificationHubs
 
 /// The pipeline's metrics, created once with fixed labels (never per message).
 public struct PipelineMetrics: Sendable {
@@ -7,7 +8,10 @@ public struct PipelineMetrics: Sendable {
     public static let endToEndLabel = "hubcast_end_to_end_latency"
 
     public let consumed = Counter(label: "hubcast_consumed")
-    public let sent = Counter(label: "hubcast_sent")
+    /// Sends the hub accepted, by platform (`template` first, then `NativePlatform.allCases`).
+    private let sentCounters = (["template"] + NativePlatform.allCases.map(\.rawValue)).map {
+        Counter(label: "hubcast_sent", dimensions: [("platform", $0)])
+    }
     public let failed = Counter(label: "hubcast_failed")
     public let retried = Counter(label: "hubcast_retried")
     public let throttled = Counter(label: "hubcast_throttled")
@@ -44,6 +48,17 @@ public struct PipelineMetrics: Sendable {
     }
 
     public enum Rebalance: Int, CaseIterable, Sendable { case assigned, revoked }
+
+    /// The accepted sends of a platform; nil: template sends.
+    public func sent(_ platform: NativePlatform?) -> Counter {
+        // Per send: a switch, where `allCases` would build an array each time.
+        switch platform {
+        case nil: sentCounters[0]
+        case .apple?: sentCounters[1]
+        case .fcmv1?: sentCounters[2]
+        case .windows?: sentCounters[3]
+        }
+    }
 
     /// Partitions given to this instance (`assigned`) or taken from it (`revoked`), one per rebalance callback.
     public func rebalances(_ kind: Rebalance) -> Counter { rebalanceCounters[kind.rawValue] }

@@ -103,8 +103,8 @@ public final class HubSender: Sender {
             return .delivered
         }
         do {
-            let result = try await client.sendTemplate(
-                properties: send.planned.properties,
+            let result = try await client.send(
+                send.planned.notification,
                 tagExpression: send.planned.tagExpression,
                 deadline: send.staleAt
             )
@@ -131,8 +131,8 @@ public final class HubSender: Sender {
             metrics.duplicates.increment()
             finished(.delivered)
         case .send:
-            client.startTemplate(
-                properties: send.planned.properties,
+            client.start(
+                send.planned.notification,
                 tagExpression: send.planned.tagExpression,
                 deadline: send.staleAt
             ) { [self] result in finished(conclude(send, result)) }
@@ -184,7 +184,7 @@ public final class HubSender: Sender {
             metrics.retried.increment(by: result.attempts - 1)
             metrics.throttled.increment(by: result.throttledAttempts)
             // Counted last: whoever sees it counted sees its latencies recorded (the demo waits on it).
-            metrics.sent.increment()
+            metrics.sent(send.planned.notification.platform).increment()
             return .delivered
         case .failure(let error):
             delivered.finished(send.deliveryKey, accepted: false)
@@ -239,7 +239,8 @@ public final class HubSender: Sender {
         }
         if let notTheItems { return notTheItems }
         let metadata: Logger.Metadata = [
-            "itemId": "\(send.itemID)", "audience": "\(send.planned.tagExpression)",
+            "itemId": "\(send.itemID)", "platform": "\(send.planned.platform)",
+            "audience": "\(send.planned.tagExpression)",
             "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
             "attempts": "\(error.attempts)", "error": "\(error.message)",
         ]
@@ -260,6 +261,7 @@ public final class HubSender: Sender {
                 itemID: send.itemID,
                 category: send.category,
                 audience: send.planned.tagExpression,
+                platform: send.planned.platform,
                 source: send.source,
                 firstAttemptAt: error.firstAttemptAt,
                 lastAttemptAt: error.lastAttemptAt

@@ -77,13 +77,13 @@ public struct NewsPreparer: RecordPreparer {
                 )
             )
         }
+        let priority = item.priority ?? categoryPriority[category] ?? .normal
         let planned: [PlannedSend]
         do {
-            planned = try SendPlanner.plan(item, category: category)
+            planned = try SendPlanner.plan(item, category: category, priority: priority, expiresAt: staleAt, now: now)
         } catch {
             return invalid(message, error.description, itemID: item.id, category: category)
         }
-        let priority = item.priority ?? categoryPriority[category] ?? .normal
         let sends = planned.map {
             NewsSend(
                 planned: $0,

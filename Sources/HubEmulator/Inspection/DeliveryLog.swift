@@ -18,12 +18,19 @@ public final class DeliveryLog: Sendable {
         /// …and those devices: `registration:<id>` or `installation:<id>`.
         public let devices: [String]
         public let atEpochSeconds: Double
+        /// A native send's `Content-Type` and platform headers (`apns-*`, `x-wns-*`), lower-case, by name.
+        public var headers: [(String, String)] = []
+        /// The platform rule a native send breaks: the hub accepts it, its platform would drop it.
+        public var problem: String?
+        /// What the per-message telemetry says of the devices reached (NH's outcome names).
+        public var outcome = "Success"
     }
 
     private struct State {
         var records: [Record] = []
         var dropped = 0
         var sends = 0
+        var flagged = 0
         var devicesReached = 0
         var statusCounts: [Int: Int] = [:]
         var deliveriesByExpression: [String: Int] = [:]
@@ -52,6 +59,7 @@ public final class DeliveryLog: Sendable {
         devicesReached.increment(by: record.matched)
         state.withLock { s in
             s.sends += 1
+            if record.problem != nil { s.flagged += 1 }
             s.devicesReached += record.matched
             s.statusCounts[201, default: 0] += 1
             Self.answered(201, in: &s).increment()
@@ -113,6 +121,13 @@ public final class DeliveryLog: Sendable {
             w.endArray()
             w.key("at")
             w.raw(String(r.atEpochSeconds).utf8)
+            if !r.headers.isEmpty {
+                w.key("headers")
+                w.beginObject()
+                for (name, value) in r.headers { w.member(name, value) }
+                w.endObject()
+            }
+            w.member("problem", r.problem)
             w.endObject()
         }
         w.endArray()
@@ -126,6 +141,8 @@ public final class DeliveryLog: Sendable {
         w.beginObject()
         w.key("sends")
         w.number(Int64(s.sends))
+        w.key("flagged")
+        w.number(Int64(s.flagged))
         w.key("devicesReached")
         w.number(Int64(s.devicesReached))
         w.key("registrations")

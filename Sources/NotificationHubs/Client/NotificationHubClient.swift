@@ -61,14 +61,19 @@ public final class NotificationHubClient: Sendable {
         tagExpression: String,
         deadline: Double? = nil
     ) async throws(SendFailure) -> SendResult {
-        try validate(tagExpression)
-        return try await send(
-            format: "template",
-            body: Self.templateBody(properties),
-            tagExpression: tagExpression,
-            extraHeaders: [],
-            deadline: deadline
-        )
+        try await send(.template(properties), tagExpression: tagExpression, deadline: deadline)
+    }
+
+    /// A template's properties or a platform's own payload, to the devices `tagExpression` selects
+    /// (every device of the format when nil). A native payload is sent as it is: lint it first
+    /// (`NativeNotification.violation`). `deadline` as for `sendTemplate`.
+    public func send(
+        _ notification: HubNotification,
+        tagExpression: String?,
+        deadline: Double? = nil
+    ) async throws(SendFailure) -> SendResult {
+        if let tagExpression { try validate(tagExpression) }
+        return try await accepted(perform(sendRequest(notification, tagExpression: tagExpression), deadline: deadline))
     }
 
     /// The JSON object of a template send's properties, written directly (no general-purpose encoder).
@@ -78,17 +83,6 @@ public final class NotificationHubClient: Sendable {
         for (name, value) in properties { body.member(name, value) }
         body.endObject()
         return body.bytes
-    }
-
-    /// A native send (`apple`, `fcmv1`, `gcm`, `windows`, …) with the platform's own payload.
-    public func sendNative(
-        format: String,
-        payload: [UInt8],
-        tagExpression: String?,
-        headers: [HTTPHeader] = []
-    ) async throws(SendFailure) -> SendResult {
-        if let tagExpression { try validate(tagExpression) }
-        return try await send(format: format, body: payload, tagExpression: tagExpression, extraHeaders: headers)
     }
 
     /// A direct send to one device handle, bypassing tags.
@@ -112,30 +106,26 @@ public final class NotificationHubClient: Sendable {
         return try await accepted(perform(request))
     }
 
-    private func send(
-        format: String,
-        body: [UInt8],
-        tagExpression: String?,
-        extraHeaders: [HTTPHeader],
-        deadline: Double? = nil
-    ) async throws(SendFailure) -> SendResult {
-        let request = sendRequest(format: format, body: body, tagExpression: tagExpression, extraHeaders: extraHeaders)
-        return try await accepted(perform(request, deadline: deadline))
-    }
-
-    private func sendRequest(
-        format: String,
-        body: [UInt8],
-        tagExpression: String?,
-        extraHeaders: [HTTPHeader]
-    ) -> HTTPRequest {
+    private func sendRequest(_ notification: HubNotification, tagExpression: String?) -> HTTPRequest {
+        let body: [UInt8]
+        let contentType: String
+        var platformHeaders: [HTTPHeader] = []
+        switch notification {
+        case .template(let properties):
+            body = Self.templateBody(properties)
+            contentType = "application/json;charset=utf-8"
+        case .native(let native):
+            body = native.payload
+            contentType = native.contentType
+            platformHeaders = native.headers
+        }
         var headers: [HTTPHeader] = []
         // Room for the token and the API version, so that a send's headers are one allocation.
-        headers.reserveCapacity(5 + extraHeaders.count)
-        headers.append(HTTPHeader("Content-Type", "application/json;charset=utf-8"))
-        headers.append(HTTPHeader("ServiceBusNotification-Format", format))
+        headers.reserveCapacity(5 + platformHeaders.count)
+        headers.append(HTTPHeader("Content-Type", contentType))
+        headers.append(HTTPHeader("ServiceBusNotification-Format", notification.format))
         if let tagExpression { headers.append(HTTPHeader("ServiceBusNotification-Tags", tagExpression)) }
-        headers += extraHeaders
+        headers += platformHeaders
         return HTTPRequest(
             method: .post,
             url: messagesURL,
@@ -225,11 +215,11 @@ public final class NotificationHubClient: Sendable {
         }
     }
 
-    /// A template send as `sendTemplate` makes it, started without a task: `completion` runs
-    /// once, on the transport's thread when the first attempt settles it (the usual case), else
-    /// after the retries, which go on in a task of their own. `cancelAll` ends them all.
-    public func startTemplate(
-        properties: [(String, String)],
+    /// A send as `send` makes it, started without a task: `completion` runs once, on the
+    /// transport's thread when the first attempt settles it (the usual case), else after the
+    /// retries, which go on in a task of their own. `cancelAll` ends them all.
+    public func start(
+        _ notification: HubNotification,
         tagExpression: String,
         deadline: Double? = nil,
         completion: @escaping @Sendable (Result<SendResult, SendFailure>) -> Void
@@ -240,12 +230,7 @@ public final class NotificationHubClient: Sendable {
             // Built into the attempts, not kept beside them: the headers are then appended in
             // place, where a second owner would have them copied.
             attempts = RequestAttempts(
-                sendRequest(
-                    format: "template",
-                    body: Self.templateBody(properties),
-                    tagExpression: tagExpression,
-                    extraHeaders: []
-                ),
+                sendRequest(notification, tagExpression: tagExpression),
                 client: self,
                 deadline: deadline
             )
@@ -268,6 +253,16 @@ public final class NotificationHubClient: Sendable {
                 completion(.failure(error))
             }
         }
+    }
+
+    /// `start` for a template send.
+    public func startTemplate(
+        properties: [(String, String)],
+        tagExpression: String,
+        deadline: Double? = nil,
+        completion: @escaping @Sendable (Result<SendResult, SendFailure>) -> Void
+    ) {
+        start(.template(properties), tagExpression: tagExpression, deadline: deadline, completion: completion)
     }
 
     /// For shutdown: ends every send `startTemplate` began and has not finished as `cancelled`,

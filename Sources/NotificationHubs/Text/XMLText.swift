@@ -4,20 +4,28 @@
 /// XMLParser would do the same through libxml2, a library the static image would have to carry
 /// for these few flat elements.
 public enum XMLText {
+    /// Text as XML character data or an attribute value. By scalar, not by `Character`: a quote
+    /// followed by a combining mark is one Character that is not `"`, and would close the
+    /// attribute. Scalars XML 1.0 cannot carry at all, even as references (controls other than tab
+    /// and line ends, U+FFFE, U+FFFF), are left out.
     public static func escape(_ s: String) -> String {
-        var out = ""
-        out.reserveCapacity(s.count)
-        for c in s {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(c)
+        var out = String.UnicodeScalarView()
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "&": out.append(contentsOf: "&amp;".unicodeScalars)
+            case "<": out.append(contentsOf: "&lt;".unicodeScalars)
+            case ">": out.append(contentsOf: "&gt;".unicodeScalars)
+            case "\"": out.append(contentsOf: "&quot;".unicodeScalars)
+            case "'": out.append(contentsOf: "&apos;".unicodeScalars)
+            default: if isXMLChar(scalar.value) { out.append(scalar) }
             }
         }
-        return out
+        return String(out)
+    }
+
+    /// XML 1.0's Char production (surrogates cannot be in a Swift string).
+    public static func isXMLChar(_ value: UInt32) -> Bool {
+        value == 0x9 || value == 0xA || value == 0xD || (0x20...0xFFFD).contains(value) || value >= 0x10000
     }
 
     /// Character data with its references decoded, in one pass (`&amp;lt;` is `&lt;`, not `<`). A

@@ -22,6 +22,7 @@ struct ProduceCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
     @OptionGroup var kafka: KafkaOptions
     @OptionGroup var categoryOptions: CategoryOptions
+    @OptionGroup var platformOptions: PlatformOptions
 
     @Option(
         name: .long,
@@ -137,9 +138,12 @@ struct ProduceCommand: AsyncParsableCommand {
     private func makeReader() throws -> LineReader {
         guard let headline else {
             // Lines are published as written: a priority goes in the line's own "priority" field.
-            if priority != nil {
+            for (flag, field, given) in [
+                ("--priority", "priority", priority != nil),
+                ("--platform", "platforms", !platformOptions.platform.isEmpty),
+            ] where given {
                 throw CLIError.usage(
-                    "--priority is for the item built from flags (--headline); a line in the file carries its own \"priority\""
+                    "\(flag) is for the item built from flags (--headline); a line in the file carries its own \"\(field)\""
                 )
             }
             do {
@@ -172,7 +176,8 @@ struct ProduceCommand: AsyncParsableCommand {
             url: url,
             tagExpression: tagExpression,
             expiresAt: expiry,
-            priority: urgency
+            priority: urgency,
+            platforms: try platformOptions.platforms()
         )
         return LineReader(lines: [item.json])
     }

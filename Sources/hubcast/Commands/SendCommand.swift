@@ -9,18 +9,19 @@ import TextFormats
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send one news item now as a template notification.",
+        abstract: "Send one news item now: a template notification, or native ones per platform.",
         discussion: """
             Builds the item from flags (--category and --headline, optionally --tag-expression or --users) or \
-            takes it whole from --json, validates it, and sends it with the same template properties, retry \
-            policy and SAS token cache as `hubcast run`. Prints one line per send (a long --users list is split \
-            into several), then, if any did not go out, how many and why. Nothing is dead-lettered: exit 1 if a \
+            takes it whole from --json, validates it, and sends it with the same template properties, native \
+            renderings and lint, retry policy and SAS token cache as `hubcast run`. Prints one line per send \
+            (one per platform, and a long --users list is split into several), then, if any did not go out, how many and why. Nothing is dead-lettered: exit 1 if a \
             send failed, 3 if the hub could not be reached at all, 2 for bad input or settings.
             """
     )
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var hubOptions: HubOptions
+    @OptionGroup var platformOptions: PlatformOptions
 
     @Option(name: .long, help: "Category: its tag is the audience unless --tag-expression or --users is given.")
     var category: String?
@@ -62,9 +63,18 @@ struct SendCommand: AsyncParsableCommand {
         }
         let sends: [PlannedSend]
         do {
-            sends = try SendPlanner.plan(item, category: category)
+            sends = try SendPlanner.plan(
+                item,
+                category: category,
+                priority: item.priority ?? .normal,
+                expiresAt: item.expiresAt?.epochSeconds,
+                now: Date().timeIntervalSince1970
+            )
         } catch {
-            throw CLIError.usage("--tag-expression", error)
+            switch error {
+            case .audience: throw CLIError.usage("--tag-expression", error)
+            case .payload: throw CLIError.usage(json == nil ? "--headline" : "--json", error)
+            }
         }
 
         let client = NotificationHubClient(
@@ -75,15 +85,15 @@ struct SendCommand: AsyncParsableCommand {
         var failures: [SendFailure] = []
         for send in sends {
             do {
-                let result = try await client.sendTemplate(
-                    properties: send.properties,
-                    tagExpression: send.tagExpression
-                )
+                let result = try await client.send(send.notification, tagExpression: send.tagExpression)
                 print(
-                    "sent to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-"), attempts \(result.attempts), tracking id \(result.trackingID ?? "-")"
+                    "sent \(send.platform) to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-"), attempts \(result.attempts), tracking id \(result.trackingID ?? "-")"
                 )
             } catch {
-                print("failed to \(send.tagExpression): " + LegibleText.sanitized(String(describing: error)))
+                print(
+                    "failed \(send.platform) to \(send.tagExpression): "
+                        + LegibleText.sanitized(String(describing: error))
+                )
                 failures.append(error)
             }
         }
@@ -101,8 +111,8 @@ struct SendCommand: AsyncParsableCommand {
 
     private func makeItem() throws -> NewsItem {
         if let json {
-            guard headline == nil else {
-                throw CLIError.usage("--json and --headline are exclusive: give the item one way")
+            guard headline == nil, platformOptions.platform.isEmpty else {
+                throw CLIError.usage("--json is exclusive with --headline and --platform: give the item one way")
             }
             do {
                 return try NewsItemDecoder().decode(Array(json.utf8), topicCategory: category)
@@ -122,9 +132,11 @@ struct SendCommand: AsyncParsableCommand {
             tagExpression: tagExpression,
             users: userList
         )
+        var withPlatforms = item
+        withPlatforms.platforms = try platformOptions.platforms()
         // Through the validator, so flags obey exactly the rules a Kafka message does.
         do {
-            return try NewsItemDecoder().decode(item.json)
+            return try NewsItemDecoder().decode(withPlatforms.json)
         } catch {
             throw CLIError.usage(LegibleText.sanitized(String(describing: error)))
         }

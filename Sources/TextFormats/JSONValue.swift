@@ -8,7 +8,7 @@ public enum JSONValue: Sendable, Equatable {
     case object([String: JSONValue])
 
     /// The JSON type name used in error messages ("string", "object", …).
-    var typeName: String {
+    public var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "boolean"
