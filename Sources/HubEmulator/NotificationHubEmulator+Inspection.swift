@@ -1,4 +1,5 @@
 import Foundation
+import TextFormats
 
 extension NotificationHubEmulator {
     /// `/_emulator/deliveries`, `/_emulator/stats`, `/_emulator/faults`: no authorization (loopback tooling).
@@ -10,7 +11,32 @@ extension NotificationHubEmulator {
             log.clear()
             return EmulatorResponse(status: 204)
         case ("GET", "stats"):
-            return .json(200, log.statsJSON(registrations: registrationCount))
+            let scheduled = scheduler.snapshot
+            return .json(
+                200,
+                log.statsJSON(
+                    registrations: registrationCount,
+                    scheduled: scheduled.pending.count,
+                    cancelled: scheduled.cancelled
+                )
+            )
+        case ("GET", "scheduled"):
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("scheduled")
+            w.beginArray()
+            for (id, entry) in scheduler.snapshot.pending {
+                w.beginObject()
+                w.member("id", id)
+                w.member("hub", entry.hub)
+                w.member("format", entry.format)
+                w.member("tagExpression", entry.tagExpression)
+                w.member("at", CivilDate.rfc3339(epochSeconds: entry.at, milliseconds: true))
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+            return .json(200, w.bytes)
         case ("POST", "faults"):
             let decoder = JSONDecoder()
             let body = Data(request.body)

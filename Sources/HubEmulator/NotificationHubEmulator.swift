@@ -21,6 +21,7 @@ public final class NotificationHubEmulator: Sendable {
     public let configuration: Configuration
     public let faults = FaultInjector()
     let log: DeliveryLog
+    let scheduler = ScheduledSends()
     private let stores = Mutex<[String: HubStore]>([:])
     let clock: @Sendable () -> Double
 
@@ -61,7 +62,7 @@ public final class NotificationHubEmulator: Sendable {
         let route = Array(parts.dropFirst())
         let needed: AccessPolicy.Rights =
             switch route.first {
-            case "messages": .send
+            case "messages", "schedulednotifications": .send
             case "tags": .manage
             default: .listen
             }
@@ -79,6 +80,8 @@ public final class NotificationHubEmulator: Sendable {
         switch (request.method, route.count, route.first) {
         case ("POST", 1, "messages"): return send(request, hub: hub, store: store)
         case ("GET", 2, "messages"): return notificationDetails(id: route[1], hub: hub, host: request.host)
+        case ("POST", 1, "schedulednotifications"): return schedule(request, hub: hub, store: store)
+        case ("DELETE", 2, "schedulednotifications"): return cancelScheduled(id: route[1], hub: hub)
         case ("POST", 1, "registrationIDs"):
             return EmulatorResponse(
                 status: 201,

@@ -31,6 +31,7 @@ extension NewsItem {
         }
         w.member("publishedAt", publishedAt?.text)
         w.member("expiresAt", expiresAt?.text)
+        w.member("sendAt", sendAt?.text)
         w.member("priority", priority?.name)
         if let platforms {
             w.key("platforms")

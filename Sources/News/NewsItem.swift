@@ -32,6 +32,8 @@ public struct NewsItem: Sendable, Equatable {
     public var secure: Bool
     public var publishedAt: Timestamp?
     public var expiresAt: Timestamp?
+    /// When the hub should send it; nil: now.
+    public var sendAt: Timestamp?
     /// nil: the item named none (its category's default applies, else `normal`).
     public var priority: Priority?
     /// As the item lists them; nil: none listed.
@@ -53,6 +55,7 @@ public struct NewsItem: Sendable, Equatable {
         secure: Bool = false,
         publishedAt: Timestamp? = nil,
         expiresAt: Timestamp? = nil,
+        sendAt: Timestamp? = nil,
         priority: Priority? = nil,
         platforms: [Platform]? = nil,
         notifications: [Platform: Payload] = [:]
@@ -70,6 +73,7 @@ public struct NewsItem: Sendable, Equatable {
         self.secure = secure
         self.publishedAt = publishedAt
         self.expiresAt = expiresAt
+        self.sendAt = sendAt
         self.priority = priority
         self.platforms = platforms
         self.notifications = notifications

@@ -81,6 +81,11 @@ public struct NewsItemDecoder: Sendable {
             throw .schema("users", "cannot be combined with tagExpression: give one audience")
         }
         let secure = try optionalBool(o, "secure") ?? false
+        let expiresAt = try timestamp(o, "expiresAt")
+        let sendAt = try timestamp(o, "sendAt")
+        if let sendAt, let expiresAt, sendAt.epochSeconds >= expiresAt.epochSeconds {
+            throw .schema("sendAt", "is not before expiresAt: the item would expire before it is sent")
+        }
         let notifications = try payloads(o)
         if secure && !notifications.isEmpty {
             throw .schema("notifications", "cannot be given for a secure item: only its id may go out")
@@ -98,7 +103,8 @@ public struct NewsItemDecoder: Sendable {
             properties: try propertyMap(o),
             secure: secure,
             publishedAt: try timestamp(o, "publishedAt"),
-            expiresAt: try timestamp(o, "expiresAt"),
+            expiresAt: expiresAt,
+            sendAt: sendAt,
             priority: try priority(o),
             platforms: try platformList(o),
             notifications: notifications

@@ -27,7 +27,11 @@ final class ReplaySender: Sender {
         // A dry run plans no sends, so a replay without a client never gets here.
         guard let client else { return .abandoned }
         do {
-            _ = try await client.send(work.send.notification, tagExpression: work.send.tagExpression)
+            _ = try await client.send(
+                work.send.notification,
+                tagExpression: work.send.tagExpression,
+                scheduledAt: work.send.scheduledAt
+            )
             tally.settled(work.ticket) { $0.sent += 1 }
             metrics.sent(work.send.notification.platform).increment()
             return .delivered

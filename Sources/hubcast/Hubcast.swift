@@ -15,7 +15,8 @@ struct Hubcast: AsyncParsableCommand {
             """,
         subcommands: [
             RunCommand.self, ReplayCommand.self, DemoCommand.self, SendCommand.self, ProduceCommand.self,
-            CanaryCommand.self, OutcomeCommand.self, EmulatorCommand.self, DevBrokerCommand.self, BackendCommand.self,
+            CanaryCommand.self, OutcomeCommand.self, CancelScheduledCommand.self, EmulatorCommand.self,
+            DevBrokerCommand.self, BackendCommand.self,
         ]
     )
 

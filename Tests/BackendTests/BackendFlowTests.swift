@@ -27,7 +27,7 @@ import Testing
     func seedFlows(store: StoreKind) async throws {
         let harness = try await BackendHarness(store: store)
         defer { harness.stop() }
-        let base = try harness.startBackend()
+        let base = try await harness.startBackend()
         try harness.startPipeline()
         let alice = BackendHarness.basic("alice")
 
@@ -140,7 +140,7 @@ import Testing
     func attacks(store: StoreKind) async throws {
         let harness = try await BackendHarness(store: store)
         defer { harness.stop() }
-        let base = try harness.startBackend(["--no-consumer"])
+        let base = try await harness.startBackend(["--no-consumer"])
         let alice = BackendHarness.basic("alice"), bob = BackendHarness.basic("bob")
         let bobHandle = String(repeating: "C0DE", count: 16)
 
@@ -317,8 +317,8 @@ import Testing
     @Test func twoInstancesOnOnePostgreSQL() async throws {
         let harness = try await BackendHarness(store: .postgres)
         defer { harness.stop() }
-        let first = try harness.startBackend(["--no-consumer"])
-        let second = try harness.startBackend(["--no-consumer"])
+        let first = try await harness.startBackend(["--no-consumer"])
+        let second = try await harness.startBackend(["--no-consumer"])
         let alice = BackendHarness.basic("alice"), bob = BackendHarness.basic("bob")
         let handle = BackendFlowTests.appleHandle
 
@@ -361,7 +361,7 @@ import Testing
         let harness = try await BackendHarness(store: .postgres)
         defer { harness.stop() }
         let port = freeLoopbackPort()
-        let api = try harness.startBackend(["--no-consumer", "--http-port", String(port)])
+        let api = try await harness.startBackend(["--no-consumer", "--http-port", String(port)])
         let operations = "http://127.0.0.1:\(port)"
         // Ready once the store has answered its first ping, a few milliseconds after start.
         let ready = try await poll(every: .milliseconds(100), timeout: .seconds(60)) {
@@ -407,7 +407,7 @@ import Testing
     @Test func behindATrustedProxyTheLockoutCountsTheForwardedClient() async throws {
         let harness = try await BackendHarness(store: .sqlite)
         defer { harness.stop() }
-        let api = try harness.startBackend([
+        let api = try await harness.startBackend([
             "--no-consumer", "--trusted-proxies", "127.0.0.1", "--max-failed-logins-per-address", "3",
         ])
         let guesser = ["X-Forwarded-For: 203.0.113.9", "X-Forwarded-Proto: https"]
@@ -438,7 +438,9 @@ import Testing
     @Test func failedLoginsCountAcrossInstances() async throws {
         let harness = try await BackendHarness(store: .postgres)
         defer { harness.stop() }
-        let instances = [try harness.startBackend(["--no-consumer"]), try harness.startBackend(["--no-consumer"])]
+        let instances = [
+            try await harness.startBackend(["--no-consumer"]), try await harness.startBackend(["--no-consumer"]),
+        ]
         var statuses: [Int] = []
         for attempt in 1...11 {
             statuses.append(
@@ -466,8 +468,8 @@ import Testing
         defer { harness.stop() }
         let instances =
             store == .postgres
-            ? [try harness.startBackend(["--no-consumer"]), try harness.startBackend(["--no-consumer"])]
-            : [try harness.startBackend(["--no-consumer"])]
+            ? [try await harness.startBackend(["--no-consumer"]), try await harness.startBackend(["--no-consumer"])]
+            : [try await harness.startBackend(["--no-consumer"])]
         let alice = BackendHarness.basic("alice"), handle = BackendFlowTests.appleHandle
         let ids = try await withThrowingTaskGroup(of: String.self) { group in
             for n in 0..<20 {
@@ -515,7 +517,7 @@ import Testing
             ]
         )
         #expect(made.status == 0, "\(made.stderr)")
-        let base = try harness.startBackend(["--no-consumer", "--tls-cert-file", cert, "--tls-key-file", key])
+        let base = try await harness.startBackend(["--no-consumer", "--tls-cert-file", cert, "--tls-key-file", key])
         #expect(base.hasPrefix("https://"))
         let answer = try await HTTP.call(
             "POST",

@@ -33,8 +33,8 @@ final class BackendHarness: @unchecked Sendable {
             "hubcast-backend-\(UUID().uuidString)"
         )
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        broker = try DevBrokerProcess(partitions: 1)
-        emulator = try ServerProcess(
+        broker = try await DevBrokerProcess(partitions: 1)
+        emulator = try await ServerProcess(
             HubcastBinary.path,
             ["emulator", "--hub", Self.hub, "--sample-payloads", "3", "--log-level", "warning"]
         )
@@ -58,8 +58,8 @@ final class BackendHarness: @unchecked Sendable {
 
     /// Starts one more backend on the shared store; returns its base URL.
     @discardableResult
-    func startBackend(_ extra: [String] = []) throws -> String {
-        let server = try ServerProcess(
+    func startBackend(_ extra: [String] = []) async throws -> String {
+        let server = try await ServerProcess(
             HubcastBinary.path,
             [
                 "backend", "--port", "0", "--brokers", broker.bootstrap, "--hub", Self.hub,

@@ -47,7 +47,7 @@ import Testing
     @Test func bearerTokens() async throws {
         let harness = try await BackendHarness(store: .sqlite)
         defer { harness.stop() }
-        let base = try harness.startBackend(["--no-consumer"])
+        let base = try await harness.startBackend(["--no-consumer"])
         let handle = String(repeating: "0F", count: 32)
         func register(_ auth: String) async throws -> Int {
             try await HTTP.call("POST", base + "/api/register?handle=\(handle)", auth: auth).status

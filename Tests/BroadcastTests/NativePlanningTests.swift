@@ -174,4 +174,51 @@ import TextFormats
         #expect(sends.map(\.platform) == ["apple"])
         #expect(sends.map(\.tagExpression) == ["World && !Sports"])
     }
+
+    // MARK: Scheduling
+
+    func item(sendAt: Double, platforms: [NewsItem.Platform]? = nil) -> NewsItem {
+        NewsItem(
+            id: "s",
+            headline: "h",
+            sendAt: Timestamp(rfc3339: CivilDate.rfc3339(epochSeconds: sendAt, milliseconds: true)),
+            platforms: platforms
+        )
+    }
+
+    @Test func aSendAtAheadIsScheduledAndOneTooCloseOrPastGoesNow() throws {
+        let now = 1_800_000_000.0
+        let ahead = try SendPlanner.plan(item(sendAt: now + 2), category: "World", now: now)
+        #expect(ahead.map(\.scheduledAt) == [now + 2])
+        #expect(try SendPlanner.plan(item(sendAt: now + 0.5), category: "World", now: now).map(\.scheduledAt) == [nil])
+        #expect(try SendPlanner.plan(item(sendAt: now - 60), category: "World", now: now).map(\.scheduledAt) == [nil])
+        // Exactly 7 days ahead is the hub's limit, and kept.
+        #expect(
+            try SendPlanner.plan(item(sendAt: now + 7 * 86_400), category: "World", now: now).map(\.scheduledAt)
+                == [now + 7 * 86_400]
+        )
+    }
+
+    @Test func moreThanSevenDaysAheadRefusesTheItemNamingSendAt() {
+        let now = 1_800_000_000.0
+        #expect {
+            try SendPlanner.plan(item(sendAt: now + 8 * 86_400), category: "World", now: now)
+        } throws: { error in
+            guard case .schedule = error as? SendPlanner.Refusal else { return false }
+            return "\(error)" == #"field "sendAt" is 8.0 days ahead: the hub keeps a scheduled notification at most 7"#
+        }
+    }
+
+    @Test func aScheduledNativeNotificationLivesFromItsTimeNotFromNow() throws {
+        let now = 1_800_000_000.0
+        let sends = try SendPlanner.plan(
+            item(sendAt: now + 3_600, platforms: [.fcmv1, .apple]),
+            category: "World",
+            expiresAt: now + 3_600 + 600,
+            now: now
+        )
+        #expect(text(try native(sends[0])).contains(#""ttl":"600s""#))
+        #expect(headers(try native(sends[1])).contains("apns-expiration: \(Int(now) + 4_200)"))
+        #expect(sends.allSatisfy { $0.scheduledAt == now + 3_600 })
+    }
 }

@@ -590,3 +590,60 @@ func with<T>(_ value: T, _ change: (inout T) -> Void) -> T {
         #expect(stats?["flagged"] as? Int == 1 && stats?["sends"] as? Int == 2, "\(String(describing: stats))")
     }
 }
+
+/// Scheduled notifications in the emulator: kept, delivered at their time, cancelled.
+@Suite struct EmulatorScheduledSendTests {
+    @Test func aScheduledSendIsDeliveredAtItsTimeAndOneCancelledNever() async throws {
+        let live = try await LiveEmulator()
+        let client = try live.client()
+        let id = try await client.createRegistrationID()
+        try await client.upsertRegistration(
+            Registration(platform: .apple, handle: "aa01", tags: ["World"], template: SimulatedAudience.seedTemplate),
+            id: id
+        )
+        // Far enough ahead that the request is in before its time on a loaded machine.
+        let due = Date().timeIntervalSince1970 + 2
+        let scheduled = try await client.send(
+            .template([("messageParam", "later")]),
+            tagExpression: "World",
+            scheduledAt: due
+        )
+        let scheduledID = try #require(scheduled.scheduledID)
+        #expect(scheduledID.contains("-") && scheduledID.contains("_"))
+        let delivered = try await poll(every: .milliseconds(20), timeout: .seconds(30)) {
+            try await live.deliveries().first { $0["scheduledId"] as? String == scheduledID }
+        }
+        let at = try #require(delivered?["at"] as? Double)
+        // Delivered when due (the emulator's timer), not before, to the device it reaches then. How
+        // soon after is measured with the emulator in a process of its own (ScheduledSendTests).
+        #expect(at >= due, "due \(due), delivered \(at)")
+        #expect(delivered?["matched"] as? Int == 1)
+
+        // Two hours ahead: kept, listed, cancelled once; a second cancel finds nothing.
+        let later = try await client.send(
+            .template([("messageParam", "much later")]),
+            tagExpression: "World",
+            scheduledAt: Date().timeIntervalSince1970 + 7_200
+        )
+        let laterID = try #require(later.scheduledID)
+        let (listed, _) = try await live.get("_emulator/scheduled")
+        #expect(String(decoding: listed, as: UTF8.self).contains(laterID))
+        try await client.cancelScheduled(id: laterID)
+        await #expect {
+            try await client.cancelScheduled(id: laterID)
+        } throws: { ($0 as? SendFailure)?.status == 404 }
+        let stats = try JSONSerialization.jsonObject(with: try await live.get("/_emulator/stats").0) as? [String: Any]
+        #expect(stats?["scheduledPending"] as? Int == 0 && stats?["scheduledCancelled"] as? Int == 1)
+
+        // A time in the past, or more than 7 days ahead, is refused.
+        for offset: Double in [-5, 8 * 86_400] {
+            await #expect {
+                try await client.send(
+                    .template([("messageParam", "x")]),
+                    tagExpression: "World",
+                    scheduledAt: Date().timeIntervalSince1970 + offset
+                )
+            } throws: { ($0 as? SendFailure)?.status == 400 }
+        }
+    }
+}

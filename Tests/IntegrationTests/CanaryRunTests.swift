@@ -46,7 +46,7 @@ import Testing
     }
 
     @Test func canariesAreVerifiedEveryIntervalAndRefusedCredentialsFailThemAndTheGate() async throws {
-        let h = try PipelineHarness(devices: 10)
+        let h = try await PipelineHarness(devices: 10)
         try await Self.registerTestDevice(h)
         let port = freeLoopbackPort()
         let run = try h.startRun(["--canary-every", "1s", "--http-port", String(port)], exitWhenIdle: nil)
@@ -111,7 +111,7 @@ import Testing
     }
 
     @Test func threeInstancesOfOneGroupSendOneCanaryPerIntervalBetweenThem() async throws {
-        let h = try PipelineHarness(devices: 10)
+        let h = try await PipelineHarness(devices: 10)
         try await Self.registerTestDevice(h)
         let runs = try (0..<3).map { _ in try h.startRun(["--canary-every", "1"], exitWhenIdle: nil) }
         defer { for run in runs where run.process.isRunning { run.process.terminate() } }

@@ -9,7 +9,7 @@ import Testing
     /// Each command as its `--help` is asked for, and the name docs/configuration.md gives it.
     static let commands: [(arguments: [String], name: String)] = [
         (["run"], "run"), (["replay"], "replay"), (["demo"], "demo"), (["send"], "send"), (["produce"], "produce"),
-        (["canary"], "canary"), (["outcome"], "outcome"),
+        (["canary"], "canary"), (["outcome"], "outcome"), (["cancel-scheduled"], "cancel-scheduled"),
         (["emulator"], "emulator"), (["dev-broker"], "dev-broker"), (["backend", "serve"], "backend"),
         (["backend", "add-user"], "backend add-user"),
     ]

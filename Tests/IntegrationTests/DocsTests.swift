@@ -259,7 +259,9 @@ import Testing
     // MARK: Flags the docs show
 
     static let commands: [[String]] = [
-        ["run"], ["replay"], ["demo"], ["send"], ["produce"], ["canary"], ["outcome"], ["emulator"], ["dev-broker"],
+        ["run"], ["replay"], ["demo"], ["send"], ["produce"], ["canary"], ["outcome"], ["cancel-scheduled"],
+        ["emulator"],
+        ["dev-broker"],
         ["backend", "serve"], ["backend", "add-user"],
     ]
 
@@ -279,7 +281,7 @@ import Testing
             for line in text.components(separatedBy: "\n") {
                 for use in line.matches(
                     of:
-                        /hubcast (run|replay|demo|send|produce|canary|outcome|emulator|dev-broker|backend add-user|backend)\b([^`|;&>]*)/
+                        /hubcast (run|replay|demo|send|produce|canary|outcome|cancel-scheduled|emulator|dev-broker|backend add-user|backend)\b([^`|;&>]*)/
                 ) {
                     let command = String(use.output.1)
                     for flag in use.output.2.matches(of: /(?:^|[\s=\[])(--[a-z0-9-]+)/) {

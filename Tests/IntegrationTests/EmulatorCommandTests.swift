@@ -8,7 +8,7 @@ import Testing
     /// `hubcast outcome`: a sent notification's telemetry as one line of its schema; an id the hub
     /// never gave, a refused key and an unreachable hub end with their exit codes (1, 2, 3).
     @Test func outcomeSaysWhatTheHubDidWithASend() async throws {
-        let server = try ServerProcess(
+        let server = try await ServerProcess(
             HubcastBinary.path,
             ["emulator", "--hub", "breaking", "--devices", "200", "--seed", "7", "--log-level", "warning"]
         )
@@ -65,7 +65,7 @@ import Testing
     }
 
     @Test func seed000FlowWithCurl() async throws {
-        let server = try ServerProcess(
+        let server = try await ServerProcess(
             HubcastBinary.path,
             ["emulator", "--hub", "breaking", "--devices", "200", "--log-level", "warning"]
         )

@@ -32,7 +32,7 @@ import Testing
     }
 
     @Test func theProbesSayTheHubOutOfReachAndBackAndStayReady() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<300)
         let port = freeLoopbackPort()
@@ -89,7 +89,7 @@ import Testing
     /// Ready means connected to Kafka: with every broker stopped, /readyz says so (503) while
     /// /healthz stays 200 (a restart would not bring Kafka back); once the broker answers, ready.
     @Test func kafkaOutOfReachMakesItUnreadyButAlive() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.produce(0..<100)
         let port = freeLoopbackPort()
         let base = "http://127.0.0.1:\(port)"
@@ -113,7 +113,7 @@ import Testing
     }
 
     @Test func refusedCredentialsAreSaidButLeaveItAliveAndReady() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<300)
         let port = freeLoopbackPort()
@@ -141,7 +141,7 @@ import Testing
 
     @Test func theEmulatorServesTheProbesToo() async throws {
         let port = freeLoopbackPort()
-        let emulator = try ServerProcess(
+        let emulator = try await ServerProcess(
             HubcastBinary.path,
             ["emulator", "--http-port", String(port), "--log-level", "warning"]
         )

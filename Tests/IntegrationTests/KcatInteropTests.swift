@@ -8,8 +8,8 @@ import Testing
 @Suite(.serialized) struct KcatInteropTests {
     let broker: DevBrokerProcess
 
-    init() throws {
-        broker = try DevBrokerProcess(partitions: 3)
+    init() async throws {
+        broker = try await DevBrokerProcess(partitions: 3)
     }
 
     @Test func kcatProducesAndHubcastConsumesInAGroup() async throws {
@@ -175,7 +175,7 @@ import Testing
 
     @Test func devBrokerServesAFixedPortForBootstrap() async throws {
         let port = freeLoopbackPort()
-        let broker = try DevBrokerProcess(extraArguments: ["--port", String(port)])
+        let broker = try await DevBrokerProcess(extraArguments: ["--port", String(port)])
         #expect(broker.bootstrap == "127.0.0.1:\(port)")
         let metadata = try await ChildProcess.run("kcat", ["-b", broker.bootstrap, "-L", "-t", "news.deadletter"])
         #expect(metadata.status == 0, "\(metadata.stderr)")
@@ -185,7 +185,8 @@ import Testing
 
     /// `--help` is pinned: a changed flag or help text must change Tests/IntegrationTests/Help too.
     @Test(arguments: [
-        "hubcast", "run", "replay", "demo", "send", "produce", "canary", "outcome", "emulator", "dev-broker",
+        "hubcast", "run", "replay", "demo", "send", "produce", "canary", "outcome", "cancel-scheduled", "emulator",
+        "dev-broker",
     ])
     func helpMatchesThePinnedText(command: String) async throws {
         let pinned = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(

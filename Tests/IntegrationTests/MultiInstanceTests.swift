@@ -243,7 +243,7 @@ final class MultiInstanceHarness: Sendable {
         let broker = try TansuBroker()
         let emulator: ServerProcess
         do {
-            emulator = try ServerProcess(
+            emulator = try await ServerProcess(
                 HubcastBinary.path,
                 ["emulator", "--hub", hub, "--devices", "100", "--sample-payloads", "1", "--log-level", "warning"]
             )

@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func eachPlatformReachesItsOwnDevicesWithTheDocumentedRequest() async throws {
-        let h = try PipelineHarness(devices: 20, partitions: 1)
+        let h = try await PipelineHarness(devices: 20, partitions: 1)
         try await Self.registerNativeDevices(h)
         let world = "news.world"
         let items: [(topic: String, value: String)] = [
@@ -119,7 +119,7 @@ import Testing
     }
 
     @Test func aFailedNativeSendIsDeadLetteredWithItsPlatformAndReplayedAsThatSendAlone() async throws {
-        let h = try PipelineHarness(devices: 10, partitions: 1)
+        let h = try await PipelineHarness(devices: 10, partitions: 1)
         try await Self.registerNativeDevices(h)
         // The hub refuses what goes to Sports: the apple send fails for good (400), the template one too.
         try await h.faults(#"{"status":400,"tag":"Sports"}"#)

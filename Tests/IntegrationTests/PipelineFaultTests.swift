@@ -9,7 +9,7 @@ import Testing
     static func hubUnavailable(_ line: String) -> Bool { line.contains(#""hubAvailable":false"#) }
 
     @Test func sigtermWhileTheHubRefusesConnectionsExitsWithinTheDrainTimeout() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<300)
         let run = try h.startRun(["--concurrency", "8", "--drain-timeout", "5"], exitWhenIdle: nil)
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func aSecondSigtermFinishesAtOnceWhileTheDrainWouldWaitAnHour() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<300)
         let run = try h.startRun(
@@ -66,7 +66,7 @@ import Testing
     }
 
     @Test func refusedCredentialsHoldTheSendsAndDeadLetterNothing() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":10}"#)
         try await h.produce(0..<300)
         let run = try h.startRun(["--concurrency", "8"], exitWhenIdle: nil)
@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func aTagExpressionNested32000DeepIsDeadLetteredAndTheItemsAroundItAreDelivered() async throws {
-        let h = try PipelineHarness(devices: 100, partitions: 1)
+        let h = try await PipelineHarness(devices: 100, partitions: 1)
         let deep = String(repeating: "(", count: 32_000) + "World" + String(repeating: ")", count: 32_000)
         let poison = #"{"id":"poison","headline":"Deep","tagExpression":"\#(deep)"}"#
         try await h.produce(0..<300, extra: [("news.world", poison)])

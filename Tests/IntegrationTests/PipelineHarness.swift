@@ -15,9 +15,9 @@ final class PipelineHarness: Sendable {
     let devices: Int
     let dlq: URL
 
-    init(devices: Int = 1000, partitions: Int = 3, emulatorArguments: [String] = []) throws {
-        broker = try DevBrokerProcess(partitions: partitions)
-        emulator = try ServerProcess(
+    init(devices: Int = 1000, partitions: Int = 3, emulatorArguments: [String] = []) async throws {
+        broker = try await DevBrokerProcess(partitions: partitions)
+        emulator = try await ServerProcess(
             HubcastBinary.path,
             [
                 "emulator", "--hub", Self.hub, "--devices", String(devices), "--sample-payloads", "1",

@@ -9,7 +9,7 @@ import TextFormats
 /// `hubcast run` (the real binary) against `hubcast dev-broker` and `hubcast emulator`.
 @Suite(.serialized) struct PipelineTests {
     @Test func fiveThousandItemsReachExactlyTheirSubscribersAndAreCommitted() async throws {
-        let h = try PipelineHarness(devices: 2000)
+        let h = try await PipelineHarness(devices: 2000)
         let invalid: [(topic: String, value: String)] = [
             ("news.world", "{not json"),
             ("news.sports", #"{"id":"no-headline"}"#),
@@ -85,7 +85,7 @@ import TextFormats
     /// answers) holds the sends and is probed, and once it recovers every item goes; nothing is
     /// dead-lettered for an outage of the hub.
     @Test func aHubAnswering503ToEverythingHoldsTheSendsAndDeliversAllWhenItRecovers() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"status":503,"count":300}"#)
         try await h.produce(0..<60)
         let run = try await h.run(["--max-attempts", "3"])
@@ -101,7 +101,7 @@ import TextFormats
     /// One item the hub answers 500 for while it takes the rest: retried, round after round, and
     /// dead-lettered as `server-error` only once its freshness bound (here its `expiresAt`) passed.
     @Test func anItemTheHubAnswers500ForIsRetriedUntilItsBoundThenDeadLettered() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"status":500,"tag":"poison-tag"}"#)
         let expires = CivilDate.rfc3339(epochSeconds: Date().timeIntervalSince1970 + 20)
         try await h.produce(
@@ -128,7 +128,7 @@ import TextFormats
     /// How the pace answers throttling is simulated on a manual clock (HubPacerTests) and driven
     /// event by event (PipelineEngineTests); here the real binary against a throttling emulator.
     @Test func thirtyPercentThrottlingStillDeliversEverything() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         // 30% throttling for the first 20 throttles, then the hub recovers.
         try await h.faults(#"{"status":429,"rate":0.3,"retryAfter":1,"count":20}"#)
         try await h.produce(0..<2000)
@@ -145,7 +145,7 @@ import TextFormats
     /// A network that drops one connection in ten is not a hub outage: every item is delivered, the
     /// hub is never reported unavailable, and nothing is dead-lettered.
     @Test func droppedConnectionsAreRetriedWithoutPausingTheHub() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"dropConnection":0.1}"#)
         try await h.produce(0..<2000)
         let run = try await h.run(["--concurrency", "32"])
@@ -162,7 +162,7 @@ import TextFormats
     /// Two copies of one item in two partitions, read while the first is in flight (the hub takes
     /// 300 ms to answer): the second waits for the first and is skipped, so each item goes out once.
     @Test func aCopyInAnotherPartitionWaitsForTheSendInFlight() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":300}"#)
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: h.broker.bootstrap)),
@@ -184,7 +184,7 @@ import TextFormats
     }
 
     @Test func sigtermDrainsAndExitsZeroThenASecondRunDeliversTheRest() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.faults(#"{"latencyMs":5}"#)
         try await h.produce(0..<20_000)
         let run = try h.startRun(["--concurrency", "16"])
@@ -206,7 +206,7 @@ import TextFormats
     }
 
     @Test func sigkillLosesNothing() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         // 50 ms a send at 16 in flight: 5,000 take 16 s, so however late a busy machine lets the test
         // see the first 1,000 delivered (about 3 s in), the run is still mid-stream when it is killed.
         try await h.faults(#"{"latencyMs":50}"#)
@@ -228,7 +228,7 @@ import TextFormats
 /// A hub outage: the emulator process is stopped (SIGSTOP) for 20 s, then continued.
 @Suite struct HubOutageTests {
     @Test func theConsumerHoldsAndStaysInItsGroupAndNothingIsLost() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         // 20 ms per send at 8 in flight: the run takes long enough for the outage to land mid-way.
         try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<600)
@@ -269,7 +269,7 @@ import TextFormats
 /// `hubcast run` refuses to start against an unreachable broker or hub, or refused credentials.
 @Suite struct RunStartUpTests {
     @Test func unreachableBrokerHubOrBadKeyFailFastWithTheirCodes() async throws {
-        let h = try PipelineHarness(devices: 1)
+        let h = try await PipelineHarness(devices: 1)
         let noBroker = try await HubcastBinary.run(
             ["run", "--brokers", "127.0.0.1:1", "--connect-timeout", "1", "--hub", "hubcast"],
             environment: h.environment

@@ -27,7 +27,7 @@ import Testing
     }
 
     @Test func produceRejectsTheLineAndPublishesTheRest() async throws {
-        let broker = try DevBrokerProcess(partitions: 1)
+        let broker = try await DevBrokerProcess(partitions: 1)
         let deep = #"{"id":"deep","headline":"h","category":"World","tagExpression":""# + Self.deepExpression + #""}"#
         let good = #"{"id":"good","headline":"h","category":"World","tagExpression":"World && !Sports"}"#
         let result = try await HubcastBinary.run(

@@ -7,7 +7,7 @@ import Testing
 /// Breaking news first and nothing sent too late, with the real binary, dev broker and emulator.
 @Suite(.serialized) struct PriorityRunTests {
     @Test func aBreakingItemOvertakesABulkBacklogAtAKnownQuota() async throws {
-        let h = try PipelineHarness(devices: 600)
+        let h = try await PipelineHarness(devices: 600)
         // 1,500 bulk Sports items: 75 seconds of sends at 20 a second, so the backlog is still
         // there however long this test's own steps stall (under `make test` they have taken a
         // minute); the run is stopped as soon as the breaking item is delivered.
@@ -51,7 +51,7 @@ import Testing
     }
 
     @Test func anItemOlderThanTheMaximumAgeIsDeadLetteredAsStaleAndNeverSent() async throws {
-        let h = try PipelineHarness(devices: 600)
+        let h = try await PipelineHarness(devices: 600)
         let hourAgo = Int64((Date().timeIntervalSince1970 - 3600) * 1000)
         try await h.produce(
             0..<0,
@@ -72,7 +72,7 @@ import Testing
         #expect(final["stale"] as? Int == 1)
         #expect(try await h.committedTotal() == 7)
         // Without a bound, an hour-old item still goes.
-        let again = try PipelineHarness(devices: 600)
+        let again = try await PipelineHarness(devices: 600)
         try await again.produce(
             0..<0,
             extra: [("news.world", #"{"id":"old","headline":"Old news"}"#)],

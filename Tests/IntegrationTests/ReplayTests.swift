@@ -25,7 +25,7 @@ import Testing
     /// A replay sends to the hub beside the running instances, so it shares the hub's quota with
     /// them through the quota topic: each hears the other while both send.
     @Test func aReplayBesideARunSharesTheQuotaWithIt() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await failedRuns(h, count: 300, sink: "kafka:news.deadletter", runs: 1)
         // A run with a backlog of its own at a known quota (200/s: 3,000 items take 15 s).
         try await h.produce(1000..<4000)
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func replayFromKafkaDeliversEachOnceAndASecondReplaySendsNothing() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         // Plus one message that is not a news item: dead-lettered as invalid, and never re-sent.
         try await failedRuns(
             h,
@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func filtersCorruptLinesAndRateLimitFromAFile() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await failedRuns(h, count: 60, sink: "file:" + h.dlq.path)
         var lines = try String(contentsOf: h.dlq, encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(lines.count == 120)
@@ -133,7 +133,7 @@ import Testing
     }
 
     @Test func anInterruptedReplayResumesWhereItStopped() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         // One copy of each record: across two replays, only the group's committed position prevents repeats.
         try await failedRuns(h, count: 400, sink: "kafka:news.deadletter", runs: 1)
         // 50 ms per send at 4 in flight: about 5 s of replay, so the interruption lands part-way even on a busy machine.
@@ -166,7 +166,7 @@ import Testing
     /// A batch job fails fast on a hub it cannot use, as `run` does: credentials refused (2), a
     /// certificate it does not trust (3); nothing is read, so nothing is lost.
     @Test func aReplayChecksTheHubBeforeReadingAnything() async throws {
-        let h = try PipelineHarness(devices: 10)
+        let h = try await PipelineHarness(devices: 10)
         try await failedRuns(h, count: 5, sink: "file:" + h.dlq.path, runs: 1)
         let before = try String(contentsOf: h.dlq, encoding: .utf8)
         let wrongKey = h.environment["HUBCAST_CONNECTION_STRING", default: ""]
@@ -201,7 +201,7 @@ import Testing
     /// send; from a file, those records (held, and never read) go to --dlq as they were. A replay
     /// stopped by SIGTERM while held does the same. Replaying the result sends each item once.
     @Test func whatAReplayCouldNotSendIsLeftToReplayOnce() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await failedRuns(h, count: 60, sink: "file:" + h.dlq.path)  // 120 records, 60 distinct sends
         let carried = h.dlq.path + ".held", carriedAgain = h.dlq.path + ".held-again"
         defer { for path in [carried, carriedAgain] { try? FileManager.default.removeItem(atPath: path) } }

@@ -2,6 +2,7 @@ import Foundation
 import NotificationHubs
 import TestSupport
 import Testing
+import TextFormats
 
 /// `hubcast send` through the real binary.
 @Suite struct SendCommandTests {
@@ -87,6 +88,38 @@ import Testing
             "\(legacy.stderr)"
         )
         #expect(server.requests.count == 2)
+    }
+
+    /// `--send-at` schedules the send at the hub and prints the id that cancels it; more than
+    /// 7 days ahead is refused before any request.
+    @Test func sendAtSchedulesAndPrintsTheScheduledID() async throws {
+        let server = try ScriptedHTTPServer { _, _ in
+            .init(
+                status: 201,
+                headers: [("Location", "http://h/breaking/schedulednotifications/9-123_4?api-version=2020-06")]
+            )
+        }
+        let result = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "Polls close", "--send-at", "2099-01-01T07:00:00Z"],
+            environment: Self.environment(port: server.port)
+        )
+        #expect(result.status == 2 && result.stderr.contains(#"field "sendAt" is"#), "\(result.stderr)")
+        let soon = CivilDate.rfc3339(epochSeconds: Date().timeIntervalSince1970 + 3_600)
+        let scheduled = try await HubcastBinary.run(
+            ["send", "--category", "World", "--headline", "Polls close", "--send-at", soon],
+            environment: Self.environment(port: server.port)
+        )
+        #expect(scheduled.status == 0, "\(scheduled.stderr)")
+        #expect(
+            scheduled.stdout.hasPrefix(
+                "scheduled template to World for \(soon.dropLast()).000Z: HTTP 201, scheduled id 9-123_4"
+            ),
+            "\(scheduled.stdout)"
+        )
+        let request = try #require(server.requests.first)
+        #expect(request.requestLine.hasPrefix("POST /breaking/schedulednotifications/?api-version="))
+        #expect(request.header("ServiceBusNotification-ScheduleTime") == "\(soon.dropLast()).000Z")
+        #expect(server.requests.count == 1)
     }
 
     /// The hub's system tags name one installation (or one user's): `send` takes them; other `$`

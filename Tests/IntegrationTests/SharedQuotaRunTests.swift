@@ -8,7 +8,7 @@ import Testing
     static func metrics(_ text: String) -> [String: Any]? { (try? PipelineHarness.metricsLines(text))?.first }
 
     @Test func twoRunsSplitAKnownQuotaAndTheOneLeftTakesItAll() async throws {
-        let h = try PipelineHarness(devices: 100)
+        let h = try await PipelineHarness(devices: 100)
         try await h.produce(0..<3000)
         // 200 sends/s for the hub, whoever sends: 3,000 items take 15 s, so both have a backlog.
         let a = try h.startRun(["--max-rate", "200"], exitWhenIdle: nil)

@@ -10,8 +10,8 @@ import Testing
     let broker: DevBrokerProcess
     let topic = "news.world"
 
-    init() throws {
-        broker = try DevBrokerProcess(partitions: 3)
+    init() async throws {
+        broker = try await DevBrokerProcess(partitions: 3)
     }
 
     @Test func aClosedConsumerThrowsInsteadOfTouchingItsHandle() async throws {

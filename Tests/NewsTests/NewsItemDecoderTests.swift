@@ -142,6 +142,11 @@ import TextFormats
             (#""notifications":{"baidu":{}}"#, "notifications.baidu", "must be one of apple, fcmv1, windows"),
             (#""notifications":[]"#, "notifications", "must be an object of payloads"),
             (#""secure":true,"notifications":{"apple":{"aps":{}}}"#, "notifications", "secure item"),
+            (
+                #""sendAt":"2026-11-27T10:00:00Z","expiresAt":"2026-11-27T10:00:00Z""#, "sendAt",
+                "is not before expiresAt"
+            ),
+            (#""sendAt":"tomorrow""#, "sendAt", "must be an RFC 3339 date-time"),
         ]
         for (members, field, reason) in cases {
             let error = error(#"{"id":"x","headline":"h","# + members + "}")

@@ -77,6 +77,41 @@ import Testing
         #expect(String(decoding: request.body, as: UTF8.self) == #"{"messageParam":"Quake"}"#)
     }
 
+    /// A scheduled send goes to the scheduled notifications with its time in UTC to the
+    /// millisecond; its id is the Location's last segment as it is; a cancel is one DELETE.
+    @Test func aScheduledSendAndItsCancel() async throws {
+        let seen = Mutex<[HTTPRequest]>([])
+        let transport = InMemoryTransport { request in
+            seen.withLock { $0.append(request) }
+            return HTTPResponse(
+                status: request.method == .delete ? 200 : 201,
+                headers: [
+                    HTTPHeader(
+                        "location",
+                        "https://hubcast-ns.servicebus.windows.net/breaking/schedulednotifications/7-637_x?api-version=2020-06"
+                    )
+                ]
+            )
+        }
+        let hub = try client(transport)
+        let apple = NativeNotification(platform: .apple, payload: Array(#"{"aps":{"alert":"a"}}"#.utf8))
+        let result = try await hub.send(.native(apple), tagExpression: "World", scheduledAt: 1_800_000_000.25)
+        #expect(result.scheduledID == "7-637_x" && result.notificationID == nil)
+        try await hub.cancelScheduled(id: "7-637_x")
+        let requests = seen.withLock { $0 }
+        #expect(requests.map(\.method) == [.post, .delete])
+        #expect(
+            requests[0].url
+                == "https://hubcast-ns.servicebus.windows.net/breaking/schedulednotifications/?api-version=2020-06"
+        )
+        #expect(requests[0].header("ServiceBusNotification-ScheduleTime") == "2027-01-15T08:00:00.250Z")
+        #expect(requests[0].header("ServiceBusNotification-Format") == "apple")
+        #expect(
+            requests[1].url
+                == "https://hubcast-ns.servicebus.windows.net/breaking/schedulednotifications/7-637_x?api-version=2020-06"
+        )
+    }
+
     @Test func a503IsRetriedWithBackoffAndAConnectionFailureToo() async throws {
         let transport = answering([
             .success(HTTPResponse(status: 503)), .failure(TransportError(.connection, message: "connection reset")),
@@ -208,5 +243,12 @@ import Testing
             return
         }
         #expect(later.reason == .cancelled)
+    }
+}
+
+extension HTTPRequest {
+    /// The first header of this name, case-insensitively.
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 }

@@ -7,8 +7,10 @@ public final class ServerProcess: @unchecked Sendable {
     public let firstLine: String
     private let stderrFile: URL
 
-    /// Starts `executable` and waits (up to `timeout`) for its first stdout line.
-    public init(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) throws {
+    /// Starts `executable` and waits (up to `timeout`) for its first stdout line. The wait is a
+    /// blocking read, done on a dispatch thread: on one of the two cooperative threads of a 2-core
+    /// machine it stalled every other test while several suites started their servers at once.
+    public init(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -21,23 +23,29 @@ public final class ServerProcess: @unchecked Sendable {
         process.standardError = try FileHandle(forWritingTo: stderrFile)
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        // Read byte by byte up to the newline so nothing after it is consumed from the pipe.
-        var line = [UInt8]()
-        let handle = out.fileHandleForReading
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty { break }
-            if byte.first == 0x0A { break }
-            line.append(contentsOf: byte)
-        }
-        firstLine = String(decoding: line, as: UTF8.self)
+        firstLine = await Self.firstLine(of: out.fileHandleForReading, timeout: timeout)
         guard !firstLine.isEmpty else {
             process.terminate()
             throw StartFailed(
                 command: "\(executable) \(arguments.joined(separator: " "))",
                 stderr: (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
             )
+        }
+    }
+
+    /// Reads byte by byte up to the newline, so that nothing after it is taken from the pipe.
+    private static func firstLine(of handle: FileHandle, timeout: Duration) async -> String {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var line = [UInt8]()
+                let deadline = ContinuousClock.now + timeout
+                while ContinuousClock.now < deadline {
+                    let byte = handle.readData(ofLength: 1)
+                    if byte.isEmpty || byte.first == 0x0A { break }
+                    line.append(contentsOf: byte)
+                }
+                continuation.resume(returning: String(decoding: line, as: UTF8.self))
+            }
         }
     }
 
@@ -67,8 +75,8 @@ public final class DevBrokerProcess: @unchecked Sendable {
     public let server: ServerProcess
     public var bootstrap: String { server.firstLine }
 
-    public init(partitions: Int = 3, extraArguments: [String] = []) throws {
-        server = try ServerProcess(
+    public init(partitions: Int = 3, extraArguments: [String] = []) async throws {
+        server = try await ServerProcess(
             HubcastBinary.path,
             ["dev-broker", "--partitions", String(partitions), "--log-level", "warning"] + extraArguments
         )

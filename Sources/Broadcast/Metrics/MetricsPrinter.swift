@@ -56,7 +56,8 @@ public struct MetricsPrinter: Service {
         w.beginObject()
         w.member("ts", CivilDate.rfc3339(epochSeconds: Date().timeIntervalSince1970))
         for (field, label) in [
-            ("consumed", "consumed"), ("sent", "sent"), ("failed", "failed"), ("retried", "retried"),
+            ("consumed", "consumed"), ("sent", "sent"), ("scheduled", "scheduled"), ("failed", "failed"),
+            ("retried", "retried"),
             ("throttled", "throttled"), ("deadLettered", "dead_lettered"), ("invalid", "invalid"),
             ("expired", "expired"), ("stale", "stale"), ("duplicates", "duplicates"),
         ] {

@@ -13,6 +13,8 @@ public struct PipelineMetrics: Sendable {
         Counter(label: "hubcast_sent", dimensions: [("platform", $0)])
     }
     public let failed = Counter(label: "hubcast_failed")
+    /// Accepted sends the hub keeps until their `sendAt` (counted in `sent` too).
+    public let scheduled = Counter(label: "hubcast_scheduled")
     public let retried = Counter(label: "hubcast_retried")
     public let throttled = Counter(label: "hubcast_throttled")
     public let deadLettered = Counter(label: "hubcast_dead_lettered")

@@ -4,6 +4,7 @@ import Logging
 import News
 import NotificationHubs
 import Synchronization
+import TextFormats
 
 /// Delivers news sends through the Notification Hubs client (which builds the request, adds the
 /// cached SAS token and retries) and decides whose fault a failure is. Every send is counted here.
@@ -15,6 +16,8 @@ public final class HubSender: Sender {
     let clock: @Sendable () -> Double
     /// Time-to-hub targets in milliseconds, indexed by priority's raw value.
     let targets: [Int64?]
+    /// Where a scheduled send's line goes (stdout): the id that cancels it.
+    let announce: @Sendable ([UInt8]) -> Void
     private let attemptListener = AttemptListener()
     /// Hears canary sends' outcomes, once attached; read only for a canary send.
     private let canary = Mutex<Canary?>(nil)
@@ -36,9 +39,11 @@ public final class HubSender: Sender {
         metrics: PipelineMetrics,
         logger: Logger,
         targets: [Priority: Duration] = [:],
-        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        announce: @escaping @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }
     ) {
         self.targets = Priority.allCases.map { targets[$0]?.inMilliseconds }
+        self.announce = announce
         let listener = attemptListener
         client = Self.client(
             configuration: configuration,
@@ -106,7 +111,8 @@ public final class HubSender: Sender {
             let result = try await client.send(
                 send.planned.notification,
                 tagExpression: send.planned.tagExpression,
-                deadline: send.staleAt
+                deadline: send.staleAt,
+                scheduledAt: send.planned.scheduledAt
             )
             return conclude(send, .success(result))
         } catch {
@@ -134,7 +140,8 @@ public final class HubSender: Sender {
             client.start(
                 send.planned.notification,
                 tagExpression: send.planned.tagExpression,
-                deadline: send.staleAt
+                deadline: send.staleAt,
+                scheduledAt: send.planned.scheduledAt
             ) { [self] result in finished(conclude(send, result)) }
         }
         return true
@@ -180,6 +187,7 @@ public final class HubSender: Sender {
                     target: targets[send.priority.rawValue]
                 )
             }
+            if let scheduledAt = send.planned.scheduledAt { scheduled(send, at: scheduledAt, result) }
             metrics.sendLatency.recordNanoseconds(result.latency.inNanoseconds)
             metrics.retried.increment(by: result.attempts - 1)
             metrics.throttled.increment(by: result.throttledAttempts)
@@ -193,6 +201,36 @@ public final class HubSender: Sender {
             metrics.throttled.increment(by: error.throttledAttempts)
             return classify(error, of: send)
         }
+    }
+
+    /// A send the hub keeps for later: counted, logged, and its id announced on stdout as
+    /// `{"ts":…,"scheduled":{"id":…,"itemId":…,"platform":…,"audience":…,"sendAt":…}}`
+    /// (schemas/scheduled.schema.json), the one place a newsroom learns the id that cancels it.
+    private func scheduled(_ send: NewsSend, at scheduledAt: Double, _ result: SendResult) {
+        metrics.scheduled.increment()
+        let id = result.scheduledID
+        let sendAt = CivilDate.rfc3339(epochSeconds: scheduledAt, milliseconds: true)
+        logger.info(
+            "Scheduled notification",
+            metadata: [
+                "scheduledId": "\(id ?? "-")", "itemId": "\(send.itemID)", "platform": "\(send.planned.platform)",
+                "audience": "\(send.planned.tagExpression)", "sendAt": "\(sendAt)",
+            ]
+        )
+        var w = JSONWriter(reservingCapacity: 256)
+        w.beginObject()
+        w.member("ts", CivilDate.rfc3339(epochSeconds: clock()))
+        w.key("scheduled")
+        w.beginObject()
+        w.key("id")
+        if let id { w.string(id) } else { w.null() }
+        w.member("itemId", send.itemID)
+        w.member("platform", send.planned.platform)
+        w.member("audience", send.planned.tagExpression)
+        w.member("sendAt", sendAt)
+        w.endObject()
+        w.endObject()
+        announce(w.bytes)
     }
 
     /// Whose fault: the hub's (hold, pause, probe), throttling (wait), or the item's (dead-letter).

@@ -60,16 +60,18 @@ public struct NewsPreparer: RecordPreparer {
             metrics.expired.increment()
             return .done
         }
-        // Without a Kafka timestamp the age counts from now: the bound still holds for retries.
-        let staleAt =
-            item.expiresAt?.epochSeconds ?? maxAge.map { (message.timestampMs.map { Double($0) / 1000 } ?? now) + $0 }
+        // Without a Kafka timestamp the age counts from now: the bound still holds for retries. An
+        // item for later ages from its `sendAt`.
+        let produced = message.timestampMs.map { Double($0) / 1000 } ?? now
+        let sendAt = item.sendAt?.epochSeconds ?? 0
+        let staleAt = item.expiresAt?.epochSeconds ?? maxAge.map { max(produced, sendAt) + $0 }
         if let staleAt, staleAt <= now {
             metrics.stale.increment()
+            let age = "\(Int(now - staleAt + (maxAge ?? 0))) s ago, over the maximum age of \(Int(maxAge ?? 0)) s"
             return .deadLetter(
                 DeadLetterRecord(
                     reason: FailureReason.stale.name,
-                    error:
-                        "produced \(Int(now - staleAt + (maxAge ?? 0))) s ago, over the maximum age of \(Int(maxAge ?? 0)) s",
+                    error: (sendAt > produced ? "due " : "produced ") + age,
                     message: message.value,
                     itemID: item.id,
                     category: category,

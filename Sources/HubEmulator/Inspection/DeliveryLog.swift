@@ -24,6 +24,8 @@ public final class DeliveryLog: Sendable {
         public var problem: String?
         /// What the per-message telemetry says of the devices reached (NH's outcome names).
         public var outcome = "Success"
+        /// The scheduled notification it was, if it was one.
+        public var scheduledID: String?
     }
 
     private struct State {
@@ -128,6 +130,7 @@ public final class DeliveryLog: Sendable {
                 w.endObject()
             }
             w.member("problem", r.problem)
+            w.member("scheduledId", r.scheduledID)
             w.endObject()
         }
         w.endArray()
@@ -135,10 +138,14 @@ public final class DeliveryLog: Sendable {
         return w.bytes
     }
 
-    func statsJSON(registrations: Int) -> [UInt8] {
+    func statsJSON(registrations: Int, scheduled: Int, cancelled: Int) -> [UInt8] {
         let s = state.withLock { $0 }
         var w = JSONWriter()
         w.beginObject()
+        w.key("scheduledPending")
+        w.number(Int64(scheduled))
+        w.key("scheduledCancelled")
+        w.number(Int64(cancelled))
         w.key("sends")
         w.number(Int64(s.sends))
         w.key("flagged")

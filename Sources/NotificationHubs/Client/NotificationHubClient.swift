@@ -16,8 +16,9 @@ public final class NotificationHubClient: Sendable {
     let random: @Sendable () -> Double
     let clock: @Sendable () -> Double
     let attemptFailed: @Sendable (FailureReason, _ status: Int?) -> Void
-    // Built once: every send goes to the same URL.
+    // Built once: every send goes to one of these.
     private let messagesURL: String
+    private let scheduledURL: String
     private let retries = Mutex(RetryTasks())
 
     /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests;
@@ -40,6 +41,7 @@ public final class NotificationHubClient: Sendable {
         self.random = random
         self.clock = clock
         messagesURL = configuration.url("messages/")
+        scheduledURL = configuration.url("schedulednotifications/")
         tokens = TokenProvider(
             connection: configuration.connection,
             configuration: configuration.tokens,
@@ -66,14 +68,37 @@ public final class NotificationHubClient: Sendable {
 
     /// A template's properties or a platform's own payload, to the devices `tagExpression` selects
     /// (every device of the format when nil). A native payload is sent as it is: lint it first
-    /// (`NativeNotification.violation`). `deadline` as for `sendTemplate`.
+    /// (`NativeNotification.violation`). `deadline` as for `sendTemplate`. With `scheduledAt`
+    /// (epoch seconds, at most 7 days ahead) the hub keeps it and sends it then (Standard tier):
+    /// the result's `scheduledID` cancels it (`cancelScheduled`).
     public func send(
         _ notification: HubNotification,
         tagExpression: String?,
-        deadline: Double? = nil
+        deadline: Double? = nil,
+        scheduledAt: Double? = nil
     ) async throws(SendFailure) -> SendResult {
         if let tagExpression { try validate(tagExpression) }
-        return try await accepted(perform(sendRequest(notification, tagExpression: tagExpression), deadline: deadline))
+        let request = sendRequest(notification, tagExpression: tagExpression, scheduledAt: scheduledAt)
+        return try await accepted(perform(request, deadline: deadline))
+    }
+
+    /// Cancels a scheduled notification (`DELETE /{hub}/schedulednotifications/{id}`); an id the
+    /// hub does not know (never scheduled, already sent or cancelled) fails as `not-found` (404).
+    public func cancelScheduled(id: String) async throws(SendFailure) {
+        let request = HTTPRequest(
+            method: .delete,
+            url: configuration.url("schedulednotifications/\(PercentEncoding.encode(id))"),
+            headers: [],
+            body: [],
+            timeout: configuration.requestTimeout
+        )
+        _ = try await perform(request)
+    }
+
+    /// `ServiceBusNotification-ScheduleTime`: UTC with milliseconds and `Z`, as the JS SDK writes
+    /// it (the .NET SDK's whole seconds would send a notification up to a second early).
+    public static func scheduleTime(_ epochSeconds: Double) -> String {
+        CivilDate.rfc3339(epochSeconds: epochSeconds, milliseconds: true)
     }
 
     /// The JSON object of a template send's properties, written directly (no general-purpose encoder).
@@ -106,7 +131,11 @@ public final class NotificationHubClient: Sendable {
         return try await accepted(perform(request))
     }
 
-    private func sendRequest(_ notification: HubNotification, tagExpression: String?) -> HTTPRequest {
+    private func sendRequest(
+        _ notification: HubNotification,
+        tagExpression: String?,
+        scheduledAt: Double? = nil
+    ) -> HTTPRequest {
         let body: [UInt8]
         let contentType: String
         var platformHeaders: [HTTPHeader] = []
@@ -125,10 +154,13 @@ public final class NotificationHubClient: Sendable {
         headers.append(HTTPHeader("Content-Type", contentType))
         headers.append(HTTPHeader("ServiceBusNotification-Format", notification.format))
         if let tagExpression { headers.append(HTTPHeader("ServiceBusNotification-Tags", tagExpression)) }
+        if let scheduledAt {
+            headers.append(HTTPHeader("ServiceBusNotification-ScheduleTime", Self.scheduleTime(scheduledAt)))
+        }
         headers += platformHeaders
         return HTTPRequest(
             method: .post,
-            url: messagesURL,
+            url: scheduledAt == nil ? messagesURL : scheduledURL,
             headers: headers,
             body: body,
             timeout: configuration.requestTimeout
@@ -147,10 +179,19 @@ public final class NotificationHubClient: Sendable {
         )
     }
 
+    /// `…/schedulednotifications/<id>?api-version=…` → `<id>`, as it is (ids hold `_` and `-`).
+    public static func scheduledID(fromLocation location: String) -> String? {
+        segment(after: "/schedulednotifications/", in: location)
+    }
+
     /// `…/messages/<id>?api-version=…` → `<id>`.
     public static func notificationID(fromLocation location: String) -> String? {
+        segment(after: "/messages/", in: location)
+    }
+
+    private static func segment(after collection: String, in location: String) -> String? {
         let path = location.split(separator: "?", maxSplits: 1).first ?? ""
-        guard let range = path.range(of: "/messages/") else { return nil }
+        guard let range = path.range(of: collection) else { return nil }
         let id = path[range.upperBound...].split(separator: "/").first.map(String.init)
         return id?.isEmpty == false ? id : nil
     }
@@ -222,6 +263,7 @@ public final class NotificationHubClient: Sendable {
         _ notification: HubNotification,
         tagExpression: String,
         deadline: Double? = nil,
+        scheduledAt: Double? = nil,
         completion: @escaping @Sendable (Result<SendResult, SendFailure>) -> Void
     ) {
         var attempts: RequestAttempts
@@ -230,7 +272,7 @@ public final class NotificationHubClient: Sendable {
             // Built into the attempts, not kept beside them: the headers are then appended in
             // place, where a second owner would have them copied.
             attempts = RequestAttempts(
-                sendRequest(notification, tagExpression: tagExpression),
+                sendRequest(notification, tagExpression: tagExpression, scheduledAt: scheduledAt),
                 client: self,
                 deadline: deadline
             )

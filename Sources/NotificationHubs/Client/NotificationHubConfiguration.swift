@@ -28,6 +28,8 @@ public struct SendResult: Sendable {
     public var location: String?
     /// From `location`; read only where wanted (the canary's sends), not parsed for every send.
     public var notificationID: String? { location.flatMap(NotificationHubClient.notificationID(fromLocation:)) }
+    /// A scheduled send's id, from `location`, to cancel it with.
+    public var scheduledID: String? { location.flatMap(NotificationHubClient.scheduledID(fromLocation:)) }
     /// The hub's `TrackingId`, for support requests.
     public var trackingID: String?
     public var attempts: Int

@@ -22,7 +22,7 @@ struct ProduceCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
     @OptionGroup var kafka: KafkaOptions
     @OptionGroup var categoryOptions: CategoryOptions
-    @OptionGroup var platformOptions: PlatformOptions
+    @OptionGroup var delivery: DeliveryOptions
 
     @Option(
         name: .long,
@@ -140,7 +140,8 @@ struct ProduceCommand: AsyncParsableCommand {
             // Lines are published as written: a priority goes in the line's own "priority" field.
             for (flag, field, given) in [
                 ("--priority", "priority", priority != nil),
-                ("--platform", "platforms", !platformOptions.platform.isEmpty),
+                ("--platform", "platforms", !delivery.platform.isEmpty),
+                ("--send-at", "sendAt", delivery.sendAt != nil),
             ] where given {
                 throw CLIError.usage(
                     "\(flag) is for the item built from flags (--headline); a line in the file carries its own \"\(field)\""
@@ -168,7 +169,7 @@ struct ProduceCommand: AsyncParsableCommand {
             }
             urgency = parsed
         }
-        let item = NewsItem(
+        var item = NewsItem(
             id: id ?? UUID().uuidString.lowercased(),
             headline: headline,
             category: category,
@@ -176,9 +177,9 @@ struct ProduceCommand: AsyncParsableCommand {
             url: url,
             tagExpression: tagExpression,
             expiresAt: expiry,
-            priority: urgency,
-            platforms: try platformOptions.platforms()
+            priority: urgency
         )
+        try delivery.apply(to: &item)
         return LineReader(lines: [item.json])
     }
 }

@@ -21,7 +21,7 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var hubOptions: HubOptions
-    @OptionGroup var platformOptions: PlatformOptions
+    @OptionGroup var delivery: DeliveryOptions
 
     @Option(name: .long, help: "Category: its tag is the audience unless --tag-expression or --users is given.")
     var category: String?
@@ -74,6 +74,7 @@ struct SendCommand: AsyncParsableCommand {
             switch error {
             case .audience: throw CLIError.usage("--tag-expression", error)
             case .payload: throw CLIError.usage(json == nil ? "--headline" : "--json", error)
+            case .schedule: throw CLIError.usage(json == nil ? "--send-at" : "--json", error)
             }
         }
 
@@ -85,10 +86,17 @@ struct SendCommand: AsyncParsableCommand {
         var failures: [SendFailure] = []
         for send in sends {
             do {
-                let result = try await client.send(send.notification, tagExpression: send.tagExpression)
-                print(
-                    "sent \(send.platform) to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-"), attempts \(result.attempts), tracking id \(result.trackingID ?? "-")"
+                let result = try await client.send(
+                    send.notification,
+                    tagExpression: send.tagExpression,
+                    scheduledAt: send.scheduledAt
                 )
+                let what =
+                    send.scheduledAt.map {
+                        "scheduled \(send.platform) to \(send.tagExpression) for \(NotificationHubClient.scheduleTime($0)): HTTP \(result.status), scheduled id \(result.scheduledID ?? "-")"
+                    }
+                    ?? "sent \(send.platform) to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-")"
+                print("\(what), attempts \(result.attempts), tracking id \(result.trackingID ?? "-")")
             } catch {
                 print(
                     "failed \(send.platform) to \(send.tagExpression): "
@@ -111,8 +119,10 @@ struct SendCommand: AsyncParsableCommand {
 
     private func makeItem() throws -> NewsItem {
         if let json {
-            guard headline == nil, platformOptions.platform.isEmpty else {
-                throw CLIError.usage("--json is exclusive with --headline and --platform: give the item one way")
+            guard headline == nil, !delivery.isGiven else {
+                throw CLIError.usage(
+                    "--json is exclusive with --headline, --platform and --send-at: give the item one way"
+                )
             }
             do {
                 return try NewsItemDecoder().decode(Array(json.utf8), topicCategory: category)
@@ -133,7 +143,7 @@ struct SendCommand: AsyncParsableCommand {
             users: userList
         )
         var withPlatforms = item
-        withPlatforms.platforms = try platformOptions.platforms()
+        try delivery.apply(to: &withPlatforms)
         // Through the validator, so flags obey exactly the rules a Kafka message does.
         do {
             return try NewsItemDecoder().decode(withPlatforms.json)
