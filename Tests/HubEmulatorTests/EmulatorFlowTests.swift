@@ -635,15 +635,38 @@ func with<T>(_ value: T, _ change: (inout T) -> Void) -> T {
         let stats = try JSONSerialization.jsonObject(with: try await live.get("/_emulator/stats").0) as? [String: Any]
         #expect(stats?["scheduledPending"] as? Int == 0 && stats?["scheduledCancelled"] as? Int == 1)
 
-        // A time in the past, or more than 7 days ahead, is refused.
-        for offset: Double in [-5, 8 * 86_400] {
-            await #expect {
-                try await client.send(
-                    .template([("messageParam", "x")]),
-                    tagExpression: "World",
-                    scheduledAt: Date().timeIntervalSince1970 + offset
-                )
-            } throws: { ($0 as? SendFailure)?.status == 400 }
+        // A time in the past (sent as it is: the client itself would send it now), more than 7 days
+        // ahead, or not a time, is refused.
+        for time in [
+            NotificationHubClient.scheduleTime(Date().timeIntervalSince1970 - 5),
+            NotificationHubClient.scheduleTime(Date().timeIntervalSince1970 + 8 * 86_400), "tomorrow",
+        ] {
+            let answer = try await live.call(
+                .post,
+                "schedulednotifications/?api-version=2020-06",
+                headers: [
+                    HTTPHeader("ServiceBusNotification-Format", "template"),
+                    HTTPHeader("Content-Type", "application/json"),
+                    HTTPHeader("ServiceBusNotification-ScheduleTime", time),
+                ],
+                body: #"{"messageParam":"x"}"#
+            )
+            #expect(answer.status == 400, "\(time): \(answer.status)")
         }
+        // The .NET SDK's form, whole seconds and no zone, is UTC.
+        let dotNet = try await live.call(
+            .post,
+            "schedulednotifications/?api-version=2020-06",
+            headers: [
+                HTTPHeader("ServiceBusNotification-Format", "template"),
+                HTTPHeader("Content-Type", "application/json"),
+                HTTPHeader(
+                    "ServiceBusNotification-ScheduleTime",
+                    String(NotificationHubClient.scheduleTime(Date().timeIntervalSince1970 + 3_600).prefix(19))
+                ),
+            ],
+            body: #"{"messageParam":"x"}"#
+        )
+        #expect(dotNet.status == 201, "\(dotNet.status)")
     }
 }

@@ -112,6 +112,59 @@ import Testing
         )
     }
 
+    /// A scheduled send whose time comes while it backs off goes now: the hub refuses a time in the past.
+    @Test func aScheduledSendWhoseTimeCameDuringItsRetriesGoesNow() async throws {
+        let seen = Mutex<[HTTPRequest]>([])
+        let now = Mutex(1_800_000_000.0)
+        let transport = InMemoryTransport { request in
+            let n = seen.withLock {
+                $0.append(request)
+                return $0.count
+            }
+            guard n > 1 else { return HTTPResponse(status: 503) }
+            return HTTPResponse(
+                status: 201,
+                headers: [
+                    HTTPHeader(
+                        "location",
+                        "https://hubcast-ns.servicebus.windows.net/breaking/messages/5?api-version=2020-06"
+                    )
+                ]
+            )
+        }
+        let connection = try ConnectionString(
+            parsing:
+                "Endpoint=sb://hubcast-ns.servicebus.windows.net/;SharedAccessKeyName=send;SharedAccessKey=\(Self.key)"
+        )
+        var config = NotificationHubConfiguration(connection: connection, hubName: "breaking")
+        config.retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(4))
+        let hub = NotificationHubClient(
+            configuration: config,
+            transport: transport,
+            logger: Logger(label: "t"),
+            sleep: { _ in now.withLock { $0 += 2 } },
+            random: { 0.5 },
+            clock: { now.withLock { $0 } }
+        )
+        let result = try await hub.send(
+            .template([("messageParam", "m")]),
+            tagExpression: "World",
+            scheduledAt: 1_800_000_001.5
+        )
+        #expect(result.scheduledID == nil && result.notificationID == "5" && result.attempts == 2)
+        let requests = seen.withLock { $0 }
+        #expect(
+            requests[0].url.contains("/schedulednotifications/?")
+                && requests[0].header("ServiceBusNotification-ScheduleTime") != nil
+        )
+        #expect(
+            requests[1].url.contains("/messages/?") && requests[1].header("ServiceBusNotification-ScheduleTime") == nil
+        )
+        #expect(
+            requests[1].header("Authorization") != nil && requests[1].header("ServiceBusNotification-Tags") == "World"
+        )
+    }
+
     @Test func a503IsRetriedWithBackoffAndAConnectionFailureToo() async throws {
         let transport = answering([
             .success(HTTPResponse(status: 503)), .failure(TransportError(.connection, message: "connection reset")),

@@ -187,7 +187,10 @@ public final class HubSender: Sender {
                     target: targets[send.priority.rawValue]
                 )
             }
-            if let scheduledAt = send.planned.scheduledAt { scheduled(send, at: scheduledAt, result) }
+            // Scheduled, unless its time came while it waited and it went now.
+            if let scheduledAt = send.planned.scheduledAt, let id = result.scheduledID {
+                scheduled(send, id: id, at: scheduledAt)
+            }
             metrics.sendLatency.recordNanoseconds(result.latency.inNanoseconds)
             metrics.retried.increment(by: result.attempts - 1)
             metrics.throttled.increment(by: result.throttledAttempts)
@@ -206,14 +209,13 @@ public final class HubSender: Sender {
     /// A send the hub keeps for later: counted, logged, and its id announced on stdout as
     /// `{"ts":…,"scheduled":{"id":…,"itemId":…,"platform":…,"audience":…,"sendAt":…}}`
     /// (schemas/scheduled.schema.json), the one place a newsroom learns the id that cancels it.
-    private func scheduled(_ send: NewsSend, at scheduledAt: Double, _ result: SendResult) {
+    private func scheduled(_ send: NewsSend, id: String, at scheduledAt: Double) {
         metrics.scheduled.increment()
-        let id = result.scheduledID
         let sendAt = CivilDate.rfc3339(epochSeconds: scheduledAt, milliseconds: true)
         logger.info(
             "Scheduled notification",
             metadata: [
-                "scheduledId": "\(id ?? "-")", "itemId": "\(send.itemID)", "platform": "\(send.planned.platform)",
+                "scheduledId": "\(id)", "itemId": "\(send.itemID)", "platform": "\(send.planned.platform)",
                 "audience": "\(send.planned.tagExpression)", "sendAt": "\(sendAt)",
             ]
         )
@@ -222,8 +224,7 @@ public final class HubSender: Sender {
         w.member("ts", CivilDate.rfc3339(epochSeconds: clock()))
         w.key("scheduled")
         w.beginObject()
-        w.key("id")
-        if let id { w.string(id) } else { w.null() }
+        w.member("id", id)
         w.member("itemId", send.itemID)
         w.member("platform", send.planned.platform)
         w.member("audience", send.planned.tagExpression)

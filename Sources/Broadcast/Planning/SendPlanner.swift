@@ -44,7 +44,7 @@ public enum SendPlanner {
     }
 
     /// A `sendAt` less than this far ahead (seconds) is sent now: a time the hub reads as past is refused.
-    public static let scheduleLead = 1.0
+    public static let scheduleLead = NotificationHubClient.scheduleLead
     /// How far ahead the hub schedules (seconds).
     public static let scheduleHorizon = 7 * 86_400.0
 

@@ -17,7 +17,7 @@ public final class NotificationHubClient: Sendable {
     let clock: @Sendable () -> Double
     let attemptFailed: @Sendable (FailureReason, _ status: Int?) -> Void
     // Built once: every send goes to one of these.
-    private let messagesURL: String
+    let messagesURL: String
     private let scheduledURL: String
     private let retries = Mutex(RetryTasks())
 
@@ -79,7 +79,7 @@ public final class NotificationHubClient: Sendable {
     ) async throws(SendFailure) -> SendResult {
         if let tagExpression { try validate(tagExpression) }
         let request = sendRequest(notification, tagExpression: tagExpression, scheduledAt: scheduledAt)
-        return try await accepted(perform(request, deadline: deadline))
+        return try await accepted(perform(request, deadline: deadline, scheduledAt: scheduledAt))
     }
 
     /// Cancels a scheduled notification (`DELETE /{hub}/schedulednotifications/{id}`); an id the
@@ -94,6 +94,10 @@ public final class NotificationHubClient: Sendable {
         )
         _ = try await perform(request)
     }
+
+    /// A scheduled send less than this far (seconds) from its time goes now: the hub refuses a
+    /// time it reads as past.
+    public static let scheduleLead = 1.0
 
     /// `ServiceBusNotification-ScheduleTime`: UTC with milliseconds and `Z`, as the JS SDK writes
     /// it (the .NET SDK's whole seconds would send a notification up to a second early).
@@ -220,9 +224,10 @@ public final class NotificationHubClient: Sendable {
     /// (epoch seconds) would pass before the next attempt.
     func perform(
         _ request: consuming HTTPRequest,
-        deadline: Double? = nil
+        deadline: Double? = nil,
+        scheduledAt: Double? = nil
     ) async throws(SendFailure) -> (HTTPResponse, attempts: Int, throttled: Int) {
-        var attempts = RequestAttempts(request, client: self, deadline: deadline)
+        var attempts = RequestAttempts(request, client: self, deadline: deadline, scheduledAt: scheduledAt)
         return try await perform(&attempts)
     }
 
@@ -274,7 +279,8 @@ public final class NotificationHubClient: Sendable {
             attempts = RequestAttempts(
                 sendRequest(notification, tagExpression: tagExpression, scheduledAt: scheduledAt),
                 client: self,
-                deadline: deadline
+                deadline: deadline,
+                scheduledAt: scheduledAt
             )
             try attempts.prepare(self)
         } catch {
@@ -359,8 +365,10 @@ public final class NotificationHubClient: Sendable {
     struct RequestAttempts: Sendable {
         var request: HTTPRequest
         /// The caller's headers; the token and the API version follow them on every attempt.
-        let callerHeaders: Int
+        var callerHeaders: Int
         let deadline: Double?
+        /// A scheduled send's time, until it comes.
+        var scheduledAt: Double?
         let resource: String
         var token: SASToken
         var refreshed = false
@@ -378,10 +386,16 @@ public final class NotificationHubClient: Sendable {
             case after(Duration)
         }
 
-        init(_ request: consuming HTTPRequest, client: NotificationHubClient, deadline: Double?) {
+        init(
+            _ request: consuming HTTPRequest,
+            client: NotificationHubClient,
+            deadline: Double?,
+            scheduledAt: Double? = nil
+        ) {
             self.request = request
             callerHeaders = self.request.headers.count
             self.deadline = deadline
+            self.scheduledAt = scheduledAt
             resource = client.configuration.resourceURI
             token = client.tokens.token(for: resource)
             firstAttemptAt = client.clock()
@@ -397,6 +411,15 @@ public final class NotificationHubClient: Sendable {
                         : "its deadline passed before attempt \(count + 1); the last one: \(message)",
                     client
                 )
+            }
+            // A scheduled send whose time came while it waited (for a held hub, a backoff) goes now.
+            if let scheduledAt, (count == 0 ? firstAttemptAt : client.clock()) >= scheduledAt - scheduleLead {
+                request.url = client.messagesURL
+                if let i = request.headers.firstIndex(where: { $0.name == "ServiceBusNotification-ScheduleTime" }) {
+                    request.headers.remove(at: i)
+                    callerHeaders -= 1
+                }
+                self.scheduledAt = nil
             }
             count += 1
             request.headers.removeSubrange(callerHeaders...)

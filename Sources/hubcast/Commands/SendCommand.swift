@@ -91,8 +91,9 @@ struct SendCommand: AsyncParsableCommand {
                     tagExpression: send.tagExpression,
                     scheduledAt: send.scheduledAt
                 )
+                // Scheduled, unless its time came during retries and it went now.
                 let what =
-                    send.scheduledAt.map {
+                    send.scheduledAt.flatMap { result.scheduledID == nil ? nil : $0 }.map {
                         "scheduled \(send.platform) to \(send.tagExpression) for \(NotificationHubClient.scheduleTime($0)): HTTP \(result.status), scheduled id \(result.scheduledID ?? "-")"
                     }
                     ?? "sent \(send.platform) to \(send.tagExpression): HTTP \(result.status), notification id \(result.notificationID ?? "-")"
