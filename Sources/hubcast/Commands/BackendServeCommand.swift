@@ -336,11 +336,7 @@ struct BackendServeCommand: AsyncParsableCommand {
                 metadata: ["error": "\(LegibleText.sanitized(String(describing: error)))"]
             )
         }
-        let client = NotificationHubClient(
-            configuration: hubConfig,
-            transport: CurlTransport(configuration: transportConfig, logger: logger),
-            logger: logger
-        )
+        let client = HubOptions.client(hubConfig, transportConfig, logger: logger)
         let hub = NotificationHubDevices(client: client)
         let api = BackendAPI(
             configuration: apiConfig,

@@ -26,18 +26,8 @@ struct CancelScheduledCommand: AsyncParsableCommand {
         let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.cancel-scheduled")
         let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
-        guard !id.isEmpty, id.count <= 256,
-            id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
-        else {
-            throw CLIError.usage(
-                "the scheduled notification id may hold only letters, digits, - and _, got \(LegibleText.quoted(id))"
-            )
-        }
-        let client = NotificationHubClient(
-            configuration: hubConfig,
-            transport: CurlTransport(configuration: transportConfig, logger: logger),
-            logger: logger
-        )
+        try HubOptions.checkID(id, of: "scheduled notification")
+        let client = HubOptions.client(hubConfig, transportConfig, logger: logger)
         do {
             try await client.cancelScheduled(id: id)
         } catch {

@@ -43,16 +43,8 @@ struct OutcomeCommand: AsyncParsableCommand {
         let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
         let wait = self.wait ?? 0
         guard (0...3600).contains(wait) else { throw CLIError.usage("--wait must be between 0 and 3600, got \(wait)") }
-        guard !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
-            throw CLIError.usage(
-                "the notification id may hold only letters, digits, - and _, got \(LegibleText.quoted(id))"
-            )
-        }
-        let client = NotificationHubClient(
-            configuration: hubConfig,
-            transport: CurlTransport(configuration: transportConfig, logger: logger),
-            logger: logger
-        )
+        try HubOptions.checkID(id, of: "notification")
+        let client = HubOptions.client(hubConfig, transportConfig, logger: logger)
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
             var details: NotificationDetails?

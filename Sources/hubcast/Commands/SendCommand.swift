@@ -78,11 +78,7 @@ struct SendCommand: AsyncParsableCommand {
             }
         }
 
-        let client = NotificationHubClient(
-            configuration: hubConfig,
-            transport: CurlTransport(configuration: transportConfig, logger: logger),
-            logger: logger
-        )
+        let client = HubOptions.client(hubConfig, transportConfig, logger: logger)
         var failures: [SendFailure] = []
         for send in sends {
             do {

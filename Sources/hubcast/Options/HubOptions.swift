@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import NotificationHubs
 import TextFormats
 
@@ -124,5 +125,31 @@ struct HubOptions: ParsableArguments {
         var transport = TransportConfiguration(caFile: caPath, insecure: try settings.bool(insecure, "insecure"))
         transport.eventLoops = try settings.int(httpThreads, "http-threads", default: 1, range: 1...8)
         return (config, transport)
+    }
+}
+
+extension HubOptions {
+    /// A client of the hub these settings name, over libcurl: the commands that ask the hub
+    /// directly (`send`, `outcome`, `cancel-scheduled`, the backend).
+    static func client(
+        _ configuration: NotificationHubConfiguration,
+        _ transport: TransportConfiguration,
+        logger: Logger
+    ) -> NotificationHubClient {
+        NotificationHubClient(
+            configuration: configuration,
+            transport: CurlTransport(configuration: transport, logger: logger),
+            logger: logger
+        )
+    }
+
+    /// An id the hub gave (of a notification, of a scheduled one), checked before it goes into a
+    /// request path: letters, digits, `-` and `_`.
+    static func checkID(_ id: String, of what: String) throws(CLIError) {
+        guard !id.isEmpty, id.count <= 256,
+            id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else {
+            throw .usage("the \(what) id may hold only letters, digits, - and _, got \(LegibleText.quoted(id))")
+        }
     }
 }
