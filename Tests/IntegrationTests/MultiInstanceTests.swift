@@ -240,7 +240,7 @@ final class MultiInstanceHarness: Sendable {
     static func make(latencyMs: Int = MultiInstanceTests.latencyMs) async throws -> MultiInstanceHarness {
         try await TansuBroker.ensureInstalled()
         try await TansuBroker.checkLinksNewLibrdkafka(HubcastBinary.path)
-        let broker = try TansuBroker()
+        let broker = try await TansuBroker()
         let emulator: ServerProcess
         do {
             emulator = try await ServerProcess(

@@ -30,9 +30,9 @@ import Testing
         }
     }
 
-    @Test func pythonJSONSchemaAgreesWithSwiftOnEveryFixture() throws {
+    @Test func pythonJSONSchemaAgreesWithSwiftOnEveryFixture() async throws {
         let files = try Self.fixtureFiles()
-        let output = try runPythonValidator(files: files)
+        let output = try await runPythonValidator(files: files)
         let verdicts = Dictionary(
             uniqueKeysWithValues: output.split(separator: "\n").compactMap { line -> (String, Bool)? in
                 let parts = line.split(separator: " ", maxSplits: 1)
@@ -51,41 +51,27 @@ import Testing
         }
     }
 
-    /// Runs schemas/validate.py with the first python3 that has `jsonschema` (make setup installs one).
-    private func runPythonValidator(files: [URL]) throws -> String {
+    /// Runs schemas/validate.py with the first python3 that has `jsonschema` (make setup installs
+    /// one), through `ChildProcess`: its output is read and its exit waited for off the
+    /// cooperative threads.
+    private func runPythonValidator(files: [URL]) async throws -> String {
         let candidates =
             ["/usr/bin/python3", "/usr/local/bin/python3"]
             + (ProcessInfo.processInfo.environment["PATH"] ?? "")
             .split(separator: ":").map { "\($0)/python3" }
-        guard
-            let python = candidates.first(where: { path in
-                FileManager.default.isExecutableFile(atPath: path)
-                    && (try? run(path, ["-c", "import jsonschema"])) != nil
-            })
-        else {
-            Issue.record("no python3 with the jsonschema package: run `make setup`")
-            return ""
+        for python in candidates where FileManager.default.isExecutableFile(atPath: python) {
+            guard try await ChildProcess.run(python, ["-c", "import jsonschema"]).status == 0 else { continue }
+            let result = try await ChildProcess.run(
+                python,
+                [
+                    Self.repoRoot.appendingPathComponent("schemas/validate.py").path,
+                    Self.repoRoot.appendingPathComponent("schemas/news-item.schema.json").path,
+                ] + files.map(\.path)
+            )
+            #expect(result.status == 0, "\(result.stderr)")
+            return result.stdout
         }
-        return try run(
-            python,
-            [
-                Self.repoRoot.appendingPathComponent("schemas/validate.py").path,
-                Self.repoRoot.appendingPathComponent("schemas/news-item.schema.json").path,
-            ] + files.map(\.path)
-        )
-    }
-
-    private func run(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        struct Failed: Error {}
-        guard process.reap() == 0 else { throw Failed() }
-        return String(decoding: data, as: UTF8.self)
+        Issue.record("no python3 with the jsonschema package: run `make setup`")
+        return ""
     }
 }

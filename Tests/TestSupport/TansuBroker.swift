@@ -94,7 +94,7 @@ public final class TansuBroker: @unchecked Sendable {
     // MARK: The broker
 
     /// Starts Tansu on a free loopback port and waits until it accepts connections.
-    public init(timeout: Duration = .seconds(20)) throws {
+    public init(timeout: Duration = .seconds(20)) async throws {
         let fm = FileManager.default
         guard fm.isExecutableFile(atPath: Self.executable) else {
             throw Unavailable(
@@ -124,11 +124,10 @@ public final class TansuBroker: @unchecked Sendable {
             process.standardError = try FileHandle(forWritingTo: err)
             process.standardInput = FileHandle.nullDevice
             try process.run()
-            let deadline = ContinuousClock.now + timeout
-            while process.isRunning && ContinuousClock.now < deadline && !Self.accepts(port: port) {
-                // Tansu says nothing when it is ready: its port accepting is the event, polled
-                // (this blocks the calling test for Tansu's start, about a second).
-                usleep(20_000)
+            // Tansu says nothing when it is ready: its port accepting is the event, polled without
+            // holding a cooperative thread (about a second).
+            _ = try await poll(every: .milliseconds(20), timeout: timeout) {
+                !process.isRunning || Self.accepts(port: port) ? true : nil
             }
             if process.isRunning && Self.accepts(port: port) {
                 self.process = process
