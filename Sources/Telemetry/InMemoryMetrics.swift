@@ -30,6 +30,11 @@ public final class InMemoryMetrics: MetricsFactory, Sendable {
 
         public func counter(_ label: String) -> Int64 { counters.filter { $0.key.label == label }.values.reduce(0, +) }
 
+        /// Counter `label` summed over the counters whose `dimension` is `value`.
+        public func counter(_ label: String, _ dimension: String, _ value: String) -> Int64 {
+            counters.filter { $0.key.label == label && $0.key.dimension(dimension) == value }.values.reduce(0, +)
+        }
+
         /// The histograms of timer `label` merged per value of `dimension` (every other dimension
         /// summed over), from `timers` (`intervalTimers` or `totalTimers`).
         public static func merged(

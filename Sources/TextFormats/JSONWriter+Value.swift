@@ -1,4 +1,11 @@
 extension JSONWriter {
+    /// `value` as JSON text on its own (see `value(_:)`).
+    public static func bytes(of value: JSONValue) -> [UInt8] {
+        var w = JSONWriter()
+        w.value(value)
+        return w.bytes
+    }
+
     /// Writes a parsed value back as JSON, members of each object in order of their names (a
     /// dictionary keeps none, and the same value must always give the same bytes). Without
     /// recursion: input decides how deep a value nests.

@@ -64,14 +64,7 @@ public struct MetricsPrinter: Service {
             w.key(field)
             w.number(s.counter(PipelineMetrics.prefix + label))
         }
-        let native = NativePlatform.allCases.map { platform in
-            (
-                platform.rawValue,
-                s.counters.filter {
-                    $0.key.label == "hubcast_sent" && $0.key.dimension("platform") == platform.rawValue
-                }.values.reduce(0, +)
-            )
-        }
+        let native = NativePlatform.allCases.map { ($0.rawValue, s.counter("hubcast_sent", "platform", $0.rawValue)) }
         // Only once a native send was made: most runs send templates alone.
         if native.contains(where: { $0.1 > 0 }) {
             w.key("sentByPlatform")
@@ -123,11 +116,7 @@ public struct MetricsPrinter: Service {
         w.beginObject()
         for priority in Priority.mostUrgentFirst {
             w.key(priority.name)
-            w.number(
-                s.counters.filter {
-                    $0.key.label == "hubcast_slo_missed" && $0.key.dimension("priority") == priority.name
-                }.values.reduce(0, +)
-            )
+            w.number(s.counter("hubcast_slo_missed", "priority", priority.name))
         }
         w.endObject()
         w.key("lag")

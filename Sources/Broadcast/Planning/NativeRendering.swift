@@ -54,9 +54,7 @@ enum NativeRendering {
         let payload: [UInt8]
         var pushType = "alert"
         if case .json(let explicit)? = item.notifications[.apple] {
-            var w = JSONWriter()
-            w.value(explicit)
-            payload = w.bytes
+            payload = JSONWriter.bytes(of: explicit)
             // A payload that shows nothing and asks to wake the app is a background push.
             if case .object(let root) = explicit, case .object(let aps)? = root["aps"],
                 aps["alert"] == nil, aps["badge"] == nil, aps["sound"] == nil, aps["content-available"] == .number(1)
@@ -96,9 +94,7 @@ enum NativeRendering {
 
     private static func fcmv1(_ item: NewsItem, _ context: Context) -> NativeNotification {
         if case .json(let explicit)? = item.notifications[.fcmv1] {
-            var w = JSONWriter()
-            w.value(explicit)
-            return NativeNotification(platform: .fcmv1, payload: w.bytes)
+            return NativeNotification(platform: .fcmv1, payload: JSONWriter.bytes(of: explicit))
         }
         var w = JSONWriter(reservingCapacity: 256 + item.headline.utf8.count)
         w.beginObject()
