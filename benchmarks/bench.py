@@ -385,8 +385,10 @@ class Programs:
     def argv(self, program, bootstrap, port, ca=None):
         scheme = "https" if ca else "http"
         url, cs = f"{scheme}://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06", connection_string(port, tls=bool(ca))
-        if program == "hubcast":
-            return [self.hubcast, "run", "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(self.connections),
+        if program.startswith("hubcast"):
+            # hubcast-noledger: the same without the delivered-sends ledger, to measure what it costs.
+            ledger = ["--ledger-topic", "none"] if program == "hubcast-noledger" else []
+            return [self.hubcast, "run", *ledger, "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(self.connections),
                     "--exit-when-idle", "2", "--metrics-interval", "1", "--dlq", f"file:{self.work}/dlq.jsonl", "--log-level", "warning",
                     *(["--ca-file", ca] if ca else [])]
         if program == "go":
@@ -395,7 +397,7 @@ class Programs:
                 "--connection-string", cs, "--concurrency", str(self.connections)]
 
     def env(self, program, port, ca=None):
-        if program == "hubcast":
+        if program.startswith("hubcast"):
             return {**os.environ, "HUBCAST_CONNECTION_STRING": connection_string(port, tls=bool(ca))}
         # Go's crypto/x509 and Python's ssl read the trusted CAs from SSL_CERT_FILE.
         return {**os.environ, **({"SSL_CERT_FILE": ca} if ca else {})}
@@ -451,7 +453,7 @@ def unthrottled(programs, program, items, nginx, wrk_nginx, tls=False):
            "cpuMicrosecondsPerSend": round(proc["cpuSeconds"] / sent * 1e6, 1), "peakRssMiB": proc["peakRssMiB"], "cpuSeconds": proc["cpuSeconds"]}
     if tls:
         row["tlsConnections"], row["tlsResumed"] = nginx.tls_connections()
-    if program == "hubcast":
+    if program.startswith("hubcast"):
         row["sasTokensMinted"] = summary.get("sasTokensMinted")
     return row
 
@@ -1029,7 +1031,7 @@ def main():
     parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peers' pool size")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run: " + ",".join(SECTIONS))
-    parser.add_argument("--programs", default=",".join(PROGRAMS), help="programs in the unthrottled and quota sections")
+    parser.add_argument("--programs", default=",".join(PROGRAMS), help="programs in the unthrottled and quota sections (also hubcast-noledger: hubcast with --ledger-topic none); a program may be named twice to alternate runs")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks/results/latest.json"))
     parser.add_argument("--micro-json", help="only merge this micro-benchmark export into --output and print it")
     parser.add_argument("--show", metavar="JSON", help="only print the tables of an earlier run's results")

@@ -1,10 +1,12 @@
 import Dispatch
 
-/// Runs blocking librdkafka calls off Swift's cooperative thread pool.
-enum Blocking {
+/// Runs blocking librdkafka calls off Swift's cooperative thread pool (the ledger's reads too).
+public enum Blocking {
     private static let queue = DispatchQueue(label: "hubcast.kafka.blocking", attributes: .concurrent)
 
-    static func run<T: Sendable>(_ body: @escaping @Sendable () throws(KafkaError) -> T) async throws(KafkaError) -> T {
+    public static func run<T: Sendable>(
+        _ body: @escaping @Sendable () throws(KafkaError) -> T
+    ) async throws(KafkaError) -> T {
         let result: Result<T, KafkaError> = await withCheckedContinuation { continuation in
             queue.async {
                 do throws(KafkaError) {

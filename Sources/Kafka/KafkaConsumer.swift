@@ -185,7 +185,7 @@ public final class KafkaConsumer: Service, Sendable {
                 }
             case .error(let error):
                 logger.warning("Consume error", metadata: ["error": "\(error)"])
-            case .nothing:
+            case .nothing, .endOfPartition:
                 break
             }
             let changes = pauses.withLock { $0.reconcile(buffered: buffer.readyCount, fullFor: fullFor) }

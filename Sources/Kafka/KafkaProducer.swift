@@ -87,6 +87,39 @@ public final class KafkaProducer: Sendable {
         }
     }
 
+    /// Hands one message to librdkafka and returns at once: nobody waits for its delivery, which
+    /// is batched with others (`linger.ms`). Throws when librdkafka's queue is full or the producer
+    /// is closed; a delivery that fails later is counted in `failedEnqueued`. For records whose
+    /// loss costs little and whose wait would cost a send (the delivered-sends ledger).
+    public func enqueue(topic: String, partition: Int32?, key: [UInt8], value: [UInt8]) throws(KafkaError) {
+        guard !closed.withLock({ $0 }) else { throw KafkaError.shutDown }
+        let client = self.client
+        let produced: Result<Void, KafkaError> = value.withUnsafeBytes { bytes in
+            Result { () throws(KafkaError) in
+                try client.produce(
+                    topic: topic,
+                    partition: partition,
+                    key: key,
+                    value: bytes,
+                    headers: [],
+                    timestampMs: nil,
+                    opaque: nil
+                )
+            }
+        }
+        try produced.get()
+    }
+
+    /// Enqueued messages whose delivery failed after `enqueue` returned.
+    public var failedEnqueued: Int { client.unconfirmedFailures }
+
+    /// Waits up to `timeout` for every message handed over so far to be delivered. Blocks: for a
+    /// thread that may block (a rebalance callback), never a task.
+    public func flushBlocking(timeout: Duration) throws(KafkaError) {
+        guard !closed.withLock({ $0 }) else { return }
+        try client.flush(timeoutMs: timeout.timeoutMs)
+    }
+
     /// Waits for outstanding deliveries (up to `timeout`), then stops the producer.
     public func close(timeout: Duration = .seconds(30)) async throws(KafkaError) {
         guard !closed.withLock({ $0 }) else { return }

@@ -8,11 +8,13 @@ public struct ReplayCounts: Sendable {
     public var stillInvalid = 0
     public var expired = 0
     public var duplicates = 0
+    /// Sends the delivered-sends ledger says the hub already accepted (a run, an earlier replay).
+    public var deduplicated = 0
     public var sent = 0
     public var failed = 0
     /// Dry run: sends that would go out, per category and per reason.
     public var wouldSendByCategory: [String: Int] = [:]
     public var wouldSendByReason: [String: Int] = [:]
 
-    public var skipped: Int { corrupt + filtered + stillInvalid + expired + duplicates }
+    public var skipped: Int { corrupt + filtered + stillInvalid + expired + duplicates + deduplicated }
 }

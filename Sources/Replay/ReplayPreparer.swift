@@ -14,14 +14,18 @@ struct ReplayPreparer: RecordPreparer {
     let report: @Sendable (String) -> Void
     /// (item id, platform, audience) triples already planned by this replay.
     private var seen: Set<String> = []
+    /// The same triples (`LedgerKey.processKey`) the delivered-sends ledger says the hub accepted.
+    let delivered: Set<Int>
 
     init(
         configuration: Replayer.Configuration,
         tally: ReplayTally,
         metrics: PipelineMetrics,
+        delivered: Set<Int> = [],
         report: @escaping @Sendable (String) -> Void
     ) {
         self.configuration = configuration
+        self.delivered = delivered
         self.tally = tally
         self.metrics = metrics
         self.report = report
@@ -72,13 +76,23 @@ struct ReplayPreparer: RecordPreparer {
             tally.count { $0.stillInvalid += 1 }
             return .done
         }
+        // A send the hub already accepted (as the ledger says) does not go again.
+        let undelivered = planned.filter {
+            !delivered.contains(
+                LedgerKey.processKey(itemID: item.id, platform: $0.platform, audience: $0.tagExpression)
+            )
+        }
+        if undelivered.count < planned.count {
+            tally.count { $0.deduplicated += planned.count - undelivered.count }
+            metrics.deduplicated.increment(by: planned.count - undelivered.count)
+        }
         // The same send goes out once per replay however often it was dead-lettered.
-        let fresh = planned.filter {
+        let fresh = undelivered.filter {
             seen.insert(item.id + "\u{0}" + $0.platform + "\u{0}" + $0.tagExpression).inserted
         }
-        if fresh.count < planned.count {
-            tally.count { $0.duplicates += planned.count - fresh.count }
-            metrics.duplicates.increment(by: planned.count - fresh.count)
+        if fresh.count < undelivered.count {
+            tally.count { $0.duplicates += undelivered.count - fresh.count }
+            metrics.duplicates.increment(by: undelivered.count - fresh.count)
         }
         if configuration.dryRun {
             tally.count { c in

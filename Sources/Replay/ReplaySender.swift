@@ -9,12 +9,21 @@ import Synchronization
 /// per second); what fails again becomes a new dead-letter record with the attempts added up.
 final class ReplaySender: Sender {
     let client: NotificationHubClient?
+    /// Where accepted sends are recorded, so that no later replay nor run sends them again.
+    let ledger: (any DeliveryLedger)?
     let tally: ReplayTally
     let metrics: PipelineMetrics
     let logger: Logger
 
-    init(client: NotificationHubClient?, tally: ReplayTally, metrics: PipelineMetrics, logger: Logger) {
+    init(
+        client: NotificationHubClient?,
+        ledger: (any DeliveryLedger)?,
+        tally: ReplayTally,
+        metrics: PipelineMetrics,
+        logger: Logger
+    ) {
         self.client = client
+        self.ledger = ledger
         self.tally = tally
         self.metrics = metrics
         self.logger = logger
@@ -31,6 +40,12 @@ final class ReplaySender: Sender {
                 work.send.notification,
                 tagExpression: work.send.tagExpression,
                 scheduledAt: work.send.scheduledAt
+            )
+            ledger?.record(
+                itemID: work.item.id,
+                platform: work.send.platform,
+                audience: work.send.tagExpression,
+                source: TopicPartition(topic: work.record.sourceTopic, partition: work.record.sourcePartition)
             )
             tally.settled(work.ticket) { $0.sent += 1 }
             metrics.sent(work.send.notification.platform).increment()

@@ -52,6 +52,8 @@ public final class Replayer: Service, Sendable {
         client: NotificationHubClient?,
         deadLetters: (any DeadLetterSink)?,
         quota: QuotaSharing? = nil,
+        ledger: (any DeliveryLedger)? = nil,
+        recorded: [RecordedSend] = [],
         configuration: Configuration,
         metrics: PipelineMetrics,
         logger: Logger,
@@ -80,8 +82,14 @@ public final class Replayer: Service, Sendable {
         shell.engine.stopWhenIdle = configuration.idle
         pipeline = Pipeline(
             source: records,
-            preparer: ReplayPreparer(configuration: configuration, tally: tally, metrics: metrics, report: report),
-            sender: ReplaySender(client: client, tally: tally, metrics: metrics, logger: logger),
+            preparer: ReplayPreparer(
+                configuration: configuration,
+                tally: tally,
+                metrics: metrics,
+                delivered: Set(recorded.map(\.key.processKey)),
+                report: report
+            ),
+            sender: ReplaySender(client: client, ledger: ledger, tally: tally, metrics: metrics, logger: logger),
             deadLetters: deadLetters ?? NoDeadLetterSink(),
             quota: quota,
             configuration: shell,

@@ -1,3 +1,4 @@
+import Synchronization
 import TestSupport
 import Testing
 
@@ -7,15 +8,15 @@ import Testing
 /// skipped if the hub accepted it, or sent if it failed.
 @Suite struct DeliveredSendsTests {
     @Test func theStateSaysWhoSendsAndWhoWaits() {
-        var pairs = InFlightPairs(capacity: 10)
+        var pairs = InFlightPairs(window: 60, capacity: 10)
         #expect(pairs.claim(1) == .send)
         #expect(pairs.claim(1) == nil, "a second copy while the first is in flight")
         #expect(pairs.claim(2) == .send, "another pair goes at once")
-        #expect(pairs.finished(1, accepted: false).isEmpty)
+        #expect(pairs.finished(1, accepted: false, at: 0).isEmpty)
         #expect(pairs.claim(1) == .send, "a failed pair may be sent again")
-        _ = pairs.finished(1, accepted: true)
-        #expect(pairs.claim(1) == .duplicate)
-        #expect(pairs.delivered.contains(1) && !pairs.delivered.contains(2), "marked on acceptance only")
+        _ = pairs.finished(1, accepted: true, at: 0)
+        #expect(pairs.claim(1) == .duplicate(.thisProcess))
+        #expect(pairs.delivered.contains(1) != nil && pairs.delivered.contains(2) == nil, "marked on acceptance only")
     }
 
     @Test func aCopyWaitingOnAnAcceptedSendIsADuplicate() async throws {
@@ -27,7 +28,7 @@ import Testing
                 == true
         )
         sends.finished(7, accepted: true)
-        #expect(await second.value == .duplicate)
+        #expect(await second.value == .duplicate(.thisProcess))
     }
 
     @Test func ofCopiesWaitingOnAFailedSendExactlyOneSends() async throws {
@@ -47,6 +48,50 @@ import Testing
         sends.finished(7, accepted: true)
         var claims: [DeliveredSends.Claim] = []
         for copy in copies { claims.append(await copy.value) }
-        #expect(claims.filter { $0 == .send }.count == 1 && claims.filter { $0 == .duplicate }.count == 2, "\(claims)")
+        #expect(
+            claims.filter { $0 == .send }.count == 1 && claims.filter { $0 == .duplicate(.thisProcess) }.count == 2,
+            "\(claims)"
+        )
+    }
+
+    @Test func pairsReadFromTheLedgerAreDuplicatesOfTheirOwnKind() {
+        let now = Atomic<Double>(1_000_000)
+        let sends = DeliveredSends(window: 3600, capacity: 100, clock: { now.load(ordering: .relaxed) })
+        sends.remember(ledger: [(key: 1, at: 999_000), (key: 2, at: 990_000)])
+        #expect(sends.tryClaim(1) == .duplicate(.ledger))
+        #expect(sends.tryClaim(2) == .send, "older than the window when read: forgotten")
+        sends.finished(2, accepted: true)
+        #expect(sends.tryClaim(2) == .duplicate(.thisProcess))
+        #expect(sends.count == 2)
+    }
+}
+
+/// Accepted sends are remembered for a time and up to a number, oldest forgotten first.
+@Suite struct RecentKeysTests {
+    @Test func keysAreForgottenOnceOlderThanTheWindow() {
+        var keys = RecentKeys(window: 10, capacity: 100)
+        keys.insert(1, at: 100)
+        keys.insert(2, at: 105)
+        #expect(keys.contains(1) == .thisProcess && keys.contains(2) == .thisProcess)
+        keys.insert(3, at: 110.5)
+        #expect(keys.contains(1) == nil, "100 is more than 10 s before 110.5")
+        #expect(keys.contains(2) == .thisProcess)
+        keys.forget(before: 200)
+        #expect(keys.count == 0)
+    }
+
+    @Test func theCapacityForgetsTheOldestFirst() {
+        var keys = RecentKeys(window: 1e9, capacity: 3)
+        for k in 1...5 { keys.insert(k, at: Double(k)) }
+        #expect(keys.count == 3)
+        #expect((1...5).map { keys.contains($0) != nil } == [false, false, true, true, true])
+    }
+
+    @Test func aKeyKeepsItsFirstOrigin() {
+        var keys = RecentKeys(window: 100, capacity: 10)
+        keys.insert(7, at: 1, origin: .ledger)
+        keys.insert(7, at: 2)
+        #expect(keys.contains(7) == .ledger)
+        #expect(keys.count == 1)
     }
 }

@@ -99,7 +99,9 @@ import Testing
             "HUB_NAME": "breaking-news", "HUB_CONNECTION_STRING": "$hub",
         ]
         #expect(Self.assignedNames(values.text) == Set(standIns.map(\.key)), "the README's values: \(values.text)")
-        let named = Set(topics.text.matches(of: /news\.[a-z]+|hubcast\.quota/).map { String($0.output) })
+        let named = Set(
+            topics.text.matches(of: /news\.[a-z]+|hubcast\.quota|hubcast\.delivered/).map { String($0.output) }
+        )
 
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-docrun-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -120,7 +122,7 @@ import Testing
             exec 4< <(exec hubcast emulator --port 8081 2> emulator.log)
             read -r -t 60 broker <&3
             read -r -t 60 hub <&4
-            kcat -b "$broker" -L | sed -n 's/^  topic "\\(news\\.[a-z]*\\|hubcast\\.quota\\)".*/\\1/p' | sort > topics-hubcast-uses
+            kcat -b "$broker" -L | sed -n 's/^  topic "\\(news\\.[a-z]*\\|hubcast\\.quota\\|hubcast\\.delivered\\)".*/\\1/p' | sort > topics-hubcast-uses
             printf '%s\\n' \(named.sorted().joined(separator: " ")) | sort > topics-the-readme-creates
             diff topics-the-readme-creates topics-hubcast-uses
             python3 - "$hub" installation.json <<'PY'

@@ -40,17 +40,22 @@ import Glibc
     @Test(arguments: Assignor.allCases)
     func aSecondRunJoiningMidStreamLosesNothingAndRepeatsAtMostTheSendsInFlight(_ assignor: Assignor) async throws {
         let started = ContinuousClock.now
-        let g = try await MultiInstanceHarness.make()
+        // Half the items now, half once B owns partitions: under load B's start and join can take
+        // longer than A needs for everything, and B would then own partitions with nothing left to send.
+        let half = Self.items / 2
+        let g = try await MultiInstanceHarness.make(publishing: 0..<half)
         defer { g.stopAll() }
         let group = "multi-\(UUID().uuidString.prefix(8))"
 
-        let a = try g.startRun("A", group: group, extra: assignor.arguments)
+        // A idles out only after 15 s, so it is still there however long B takes to join.
+        let a = try g.startRun("A", group: group, idle: 15, extra: assignor.arguments)
         try await g.waitForDeliveries(300, or: [a])
         let b = try g.startRun("B", group: group, extra: assignor.arguments)
         let bAssigned = try #require(
             await b.firstAssignment(timeout: .seconds(60)),
             "B was never given partitions\n\(a.stderrTail)\n\(b.stderrTail)"
         )
+        try await g.publish(half..<Self.items)
 
         let ra = try await a.finish(timeout: .seconds(120)), rb = try await b.finish(timeout: .seconds(120))
         #expect(ra.status == 0, "A: \(ra.stderr.suffix(3000))")
@@ -67,8 +72,13 @@ import Glibc
         // Scaling out: A goes on with the partitions it keeps (it does not sit on them until its idle
         // timeout hands them to B). Eager: A sends after it is assigned its share again; cooperative:
         // A keeps its share throughout and sends after B started.
+        // (Not A's later assignments: B leaves first once idle, and A takes its partitions back.)
         let aResumed =
-            a.events().first { $0.assigned && !$0.partitions.isEmpty && $0.at > b.startedAt }?.at ?? b.startedAt
+            switch assignor {
+            case .eagerRange:
+                a.events().first { $0.assigned && !$0.partitions.isEmpty && $0.at > b.startedAt }?.at ?? b.startedAt
+            case .cooperativeSticky: b.startedAt
+            }
         let sentABefore = a.sent(before: aResumed)
         #expect(
             sentA > sentABefore,
@@ -236,8 +246,11 @@ final class MultiInstanceHarness: Sendable {
     }
 
     /// Installs Tansu if needed, starts it and the emulator, creates 6 × 2 partitions plus the
-    /// dead-letter topic, publishes the items with `hubcast produce` and sets the hub's latency.
-    static func make(latencyMs: Int = MultiInstanceTests.latencyMs) async throws -> MultiInstanceHarness {
+    /// dead-letter topic, publishes the items in `publishing` and sets the hub's latency.
+    static func make(
+        latencyMs: Int = MultiInstanceTests.latencyMs,
+        publishing: Range<Int> = 0..<MultiInstanceTests.items
+    ) async throws -> MultiInstanceHarness {
         try await TansuBroker.ensureInstalled()
         try await TansuBroker.checkLinksNewLibrdkafka(HubcastBinary.path)
         let broker = try await TansuBroker()
@@ -258,25 +271,7 @@ final class MultiInstanceHarness: Sendable {
         let g = MultiInstanceHarness(broker: broker, emulator: emulator, directory: directory)
         do {
             try await broker.createNewsTopics(partitions: 2)
-            let categories = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
-            let lines =
-                (0..<MultiInstanceTests.items).map { n in
-                    #"{"id":"item-\#(n)","headline":"Headline \#(n)","category":"\#(categories[n % 6])"}"#
-                }.joined(separator: "\n") + "\n"
-            // Produced by the binary: this test process links Debian's librdkafka, which Tansu refuses.
-            let produced = try await HubcastBinary.run(
-                ["produce", "--brokers", broker.bootstrap],
-                stdin: lines,
-                environment: TansuBroker.environment,
-                timeout: .seconds(60)
-            )
-            guard produced.status == 0,
-                produced.stdout.contains("sent \(MultiInstanceTests.items), rejected 0, failed 0")
-            else {
-                throw Failure(
-                    "hubcast produce to Tansu exited \(produced.status): \(produced.stdout) \(produced.stderr.suffix(2000))"
-                )
-            }
+            try await g.publish(publishing)
             let faults = try await ChildProcess.run(
                 "curl",
                 ["-sf", "-X", "POST", "--data", #"{"latencyMs":\#(latencyMs)}"#, g.emulatorURL + "_emulator/faults"]
@@ -287,6 +282,27 @@ final class MultiInstanceHarness: Sendable {
             throw error
         }
         return g
+    }
+
+    /// Publishes items `range` ("Headline n", categories in turn) with `hubcast produce`.
+    func publish(_ range: Range<Int>) async throws {
+        let categories = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
+        let lines =
+            range.map { n in
+                #"{"id":"item-\#(n)","headline":"Headline \#(n)","category":"\#(categories[n % 6])"}"#
+            }.joined(separator: "\n") + "\n"
+        // Produced by the binary: this test process links Debian's librdkafka, which Tansu refuses.
+        let produced = try await HubcastBinary.run(
+            ["produce", "--brokers", broker.bootstrap],
+            stdin: lines,
+            environment: TansuBroker.environment,
+            timeout: .seconds(60)
+        )
+        guard produced.status == 0, produced.stdout.contains("sent \(range.count), rejected 0, failed 0") else {
+            throw Failure(
+                "hubcast produce to Tansu exited \(produced.status): \(produced.stdout) \(produced.stderr.suffix(2000))"
+            )
+        }
     }
 
     var emulatorURL: String {

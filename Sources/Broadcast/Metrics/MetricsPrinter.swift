@@ -60,6 +60,7 @@ public struct MetricsPrinter: Service {
             ("retried", "retried"),
             ("throttled", "throttled"), ("deadLettered", "dead_lettered"), ("invalid", "invalid"),
             ("expired", "expired"), ("stale", "stale"), ("duplicates", "duplicates"),
+            ("deduplicated", "deduplicated"),
         ] {
             w.key(field)
             w.number(s.counter(PipelineMetrics.prefix + label))

@@ -22,7 +22,13 @@ public struct PipelineMetrics: Sendable {
     public let expired = Counter(label: "hubcast_expired")
     /// Items past their maximum age, or sends whose deadline passed while they waited or retried: dead-lettered.
     public let stale = Counter(label: "hubcast_stale")
+    /// Items (or sends) skipped because this process sent them recently.
     public let duplicates = Counter(label: "hubcast_duplicates")
+    /// Sends skipped because the delivered-sends ledger says the hub already accepted them (an
+    /// earlier process, another instance, a replay).
+    public let deduplicated = Counter(label: "hubcast_deduplicated")
+    /// Accepted sends the ledger could not record (they may go again after a restart).
+    public let ledgerUnrecorded = Meter(label: "hubcast_ledger_unrecorded")
     public let itemsDone = Counter(label: "hubcast_items_done")
     public let inFlight = Meter(label: "hubcast_in_flight")
     public let concurrency = Meter(label: "hubcast_concurrency")
@@ -50,6 +56,11 @@ public struct PipelineMetrics: Sendable {
     }
 
     public enum Rebalance: Int, CaseIterable, Sendable { case assigned, revoked }
+
+    /// What counts a send skipped as already delivered, by where that was learned.
+    public func skipped(_ origin: RecentKeys.Origin) -> Counter {
+        origin == .ledger ? deduplicated : duplicates
+    }
 
     /// The accepted sends of a platform; nil: template sends.
     public func sent(_ platform: NativePlatform?) -> Counter {

@@ -1,30 +1,56 @@
+import Foundation
 import Synchronization
 
-/// The (item, audience) pairs this process delivered recently, or is delivering now, so that an
-/// item read again (a rebalance, a restart of the partition, a copy in another partition) does not
-/// go to the same audience twice. Marked delivered on acceptance, never before: an item whose send
-/// never started is not mistaken for a duplicate. A pair already in flight makes a second copy
-/// wait for the first's outcome: skipped if it was accepted, sent if it failed. An optimisation
-/// within one process, not a guarantee across instances.
+/// The (item, platform, audience) sends this process delivered recently, or is delivering now,
+/// or read back from the delivered-sends ledger, so that an item read again (a rebalance, a
+/// restart, a copy in another partition, a replay) does not go to the same audience twice.
+/// Marked delivered on acceptance, never before: an item whose send never started is not mistaken
+/// for a duplicate. A pair already in flight makes a second copy wait for the first's outcome:
+/// skipped if it was accepted, sent if it failed. Without the ledger, an optimisation within one
+/// process; with it, what the hub accepted anywhere in the window (but the last few sends before a
+/// crash, which the ledger had not stored yet).
 public final class DeliveredSends: Sendable {
     /// What a send of a pair may do now.
     public enum Claim: Sendable, Equatable {
         /// Send it: nobody else is.
         case send
-        /// The hub already accepted this pair.
-        case duplicate
+        /// The hub already accepted this pair: in this process, or (`.ledger`) as the ledger says.
+        case duplicate(RecentKeys.Origin)
     }
 
     private let state: Mutex<InFlightPairs>
 
-    public init(capacity: Int) {
-        state = Mutex(InFlightPairs(capacity: capacity))
+    private let clock: @Sendable () -> Double
+
+    /// `window`: seconds a pair is remembered; `capacity`: pairs remembered at most.
+    public init(
+        window: Double = 86_400,
+        capacity: Int = 1_000_000,
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
+        state = Mutex(InFlightPairs(window: window, capacity: capacity))
+        self.clock = clock
     }
 
-    /// Whether the pair was delivered (the preparer's check, before any send is planned).
-    func contains(_ key: Int) -> Bool {
+    /// Whether, and where from, the pair is known delivered (the preparer's check, before any
+    /// send is planned).
+    func contains(_ key: Int) -> RecentKeys.Origin? {
         state.withLock { $0.delivered.contains(key) }
     }
+
+    /// Pairs the ledger says the hub accepted, each at its time (epoch seconds).
+    public func remember(ledger pairs: [(key: Int, at: Double)]) {
+        let now = clock()
+        state.withLock { state in
+            let cutoff = now - state.delivered.window
+            for pair in pairs where pair.at >= cutoff {
+                state.delivered.insert(pair.key, at: min(pair.at, now), origin: .ledger)
+            }
+        }
+    }
+
+    /// Pairs remembered now (for tests).
+    public var count: Int { state.withLock { $0.delivered.count } }
 
     /// Claims the pair for one send without waiting: nil while another send of it is in flight.
     /// Every `.send` must be followed by `finished`.
@@ -44,7 +70,7 @@ public final class DeliveredSends: Sendable {
                 }
             }
             switch outcome {
-            case .accepted: return .duplicate
+            case .accepted: return .duplicate(.thisProcess)
             case .yourTurn: return .send
             case .tryAgain: continue
             }
@@ -59,7 +85,8 @@ public final class DeliveredSends: Sendable {
     /// The claimed send ended: accepted marks the pair delivered; either way, copies waiting on
     /// it wake up (to skip, or for one of them to send).
     func finished(_ key: Int, accepted: Bool) {
-        let waiters = state.withLock { $0.finished(key, accepted: accepted) }
+        let now = accepted ? clock() : 0
+        let waiters = state.withLock { $0.finished(key, accepted: accepted, at: now) }
         for waiter in waiters { waiter.resume(returning: accepted ? .accepted : .tryAgain) }
     }
 }
@@ -69,17 +96,17 @@ public final class DeliveredSends: Sendable {
 struct InFlightPairs {
     enum Wake: Sendable { case accepted, yourTurn, tryAgain }
 
-    var delivered: RecentIDs<Int>
+    var delivered: RecentKeys
     /// Pairs being sent now, and the copies waiting for each.
     private var inFlight: [Int: [CheckedContinuation<Wake, Never>]] = [:]
 
-    init(capacity: Int) {
-        delivered = RecentIDs(capacity: capacity)
+    init(window: Double, capacity: Int) {
+        delivered = RecentKeys(window: window, capacity: capacity)
     }
 
     /// `.send` (now claimed), `.duplicate`, or nil when another send of the pair is in flight.
     mutating func claim(_ key: Int) -> DeliveredSends.Claim? {
-        if delivered.contains(key) { return .duplicate }
+        if let origin = delivered.contains(key) { return .duplicate(origin) }
         if inFlight[key] != nil { return nil }
         inFlight[key] = []
         return .send
@@ -96,8 +123,8 @@ struct InFlightPairs {
 
     func waiting(_ key: Int) -> Int { inFlight[key]?.count ?? 0 }
 
-    mutating func finished(_ key: Int, accepted: Bool) -> [CheckedContinuation<Wake, Never>] {
-        if accepted { _ = delivered.insert(key) }
+    mutating func finished(_ key: Int, accepted: Bool, at: Double) -> [CheckedContinuation<Wake, Never>] {
+        if accepted { delivered.insert(key, at: at) }
         return inFlight.removeValue(forKey: key) ?? []
     }
 }

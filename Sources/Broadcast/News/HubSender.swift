@@ -10,7 +10,9 @@ import TextFormats
 /// cached SAS token and retries) and decides whose fault a failure is. Every send is counted here.
 public final class HubSender: Sender {
     public let client: NotificationHubClient
-    let delivered: DeliveredSends
+    public let delivered: DeliveredSends
+    /// Where accepted sends are recorded across processes; nil: remembered in this one only.
+    let ledger: (any DeliveryLedger)?
     let metrics: PipelineMetrics
     let logger: Logger
     let clock: @Sendable () -> Double
@@ -36,6 +38,7 @@ public final class HubSender: Sender {
         configuration: NotificationHubConfiguration,
         transport: any HTTPTransport,
         delivered: DeliveredSends,
+        ledger: (any DeliveryLedger)? = nil,
         metrics: PipelineMetrics,
         logger: Logger,
         targets: [Priority: Duration] = [:],
@@ -54,6 +57,7 @@ public final class HubSender: Sender {
             }
         )
         self.delivered = delivered
+        self.ledger = ledger
         self.metrics = metrics
         self.logger = logger
         self.clock = clock
@@ -98,13 +102,14 @@ public final class HubSender: Sender {
 
     public func refreshMetrics() {
         metrics.sasTokensMinted.set(client.tokens.mintCount)
+        if let ledger { metrics.ledgerUnrecorded.set(ledger.unrecorded) }
     }
 
     public func deliver(_ send: NewsSend) async -> PipelineEngine<NewsSend>.Outcome {
         if let stale = staleBeforeSending(send) { return stale }
         // A copy of this (item, audience) from another partition may be in flight: wait for it.
-        if await delivered.claim(send.deliveryKey) == .duplicate {
-            metrics.duplicates.increment()
+        if case .duplicate(let origin) = await delivered.claim(send.deliveryKey) {
+            metrics.skipped(origin).increment()
             return .delivered
         }
         do {
@@ -133,8 +138,8 @@ public final class HubSender: Sender {
         }
         switch delivered.tryClaim(send.deliveryKey) {
         case nil: return false
-        case .duplicate:
-            metrics.duplicates.increment()
+        case .duplicate(let origin):
+            metrics.skipped(origin).increment()
             finished(.delivered)
         case .send:
             client.start(
@@ -177,6 +182,14 @@ public final class HubSender: Sender {
         case .success(let result):
             delivered.finished(send.deliveryKey, accepted: true)
             _ = forgetServerError(of: send)
+            if !send.isCanary, let ledger {
+                ledger.record(
+                    itemID: send.itemID,
+                    platform: send.planned.platform,
+                    audience: send.planned.tagExpression,
+                    source: send.source.topicPartition
+                )
+            }
             if send.isCanary {
                 canary.withLock { $0 }?.accepted(send, notificationID: result.notificationID)
             } else if let produced = send.source.timestampMs {

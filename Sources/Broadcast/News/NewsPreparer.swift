@@ -96,9 +96,14 @@ public struct NewsPreparer: RecordPreparer {
                 staleAt: staleAt
             )
         }
-        let fresh = sends.filter { !delivered.contains($0.deliveryKey) }
-        if fresh.isEmpty {
-            metrics.duplicates.increment()
+        var skippedFrom: RecentKeys.Origin?
+        let fresh = sends.filter {
+            guard let origin = delivered.contains($0.deliveryKey) else { return true }
+            skippedFrom = origin
+            return false
+        }
+        if fresh.isEmpty, let skippedFrom {
+            metrics.skipped(skippedFrom).increment()
             return .done
         }
         return .sends(fresh, priority: priority, freshFor: staleAt.map { .seconds(max(0, $0 - now)) })

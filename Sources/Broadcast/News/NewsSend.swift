@@ -16,10 +16,7 @@ public struct NewsSend: Sendable {
     public let staleAt: Double?
     /// A canary: its outcome goes to the canary, never to the dead letters or the news metrics.
     public let isCanary: Bool
-    /// The (item, platform, audience) triple as 64 bits, for the delivered-sends window: it holds
-    /// 100,000 of them, and as strings they were a few megabytes and two allocations per send. Two
-    /// different triples share a key with odds of about 1 in 10¹⁴ per item over a full window (a send skipped
-    /// once); the hash is seeded per process, so no input can aim at it. Computed once: the
+    /// The send's key in the delivered-sends window (`LedgerKey.processKey`). Computed once: the
     /// preparer checks it and the sender marks it.
     let deliveryKey: Int
 
@@ -39,10 +36,10 @@ public struct NewsSend: Sendable {
         self.priority = priority
         self.staleAt = staleAt
         self.isCanary = isCanary
-        var hasher = Hasher()
-        hasher.combine(itemID)
-        hasher.combine(planned.notification.format)
-        hasher.combine(planned.tagExpression)
-        deliveryKey = hasher.finalize()
+        deliveryKey = LedgerKey.processKey(
+            itemID: itemID,
+            platform: planned.platform,
+            audience: planned.tagExpression
+        )
     }
 }

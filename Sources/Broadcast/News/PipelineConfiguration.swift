@@ -17,8 +17,9 @@ public struct PipelineConfiguration: Sendable {
     public var fetchWaitMs = 3
     /// On shutdown, how long in-flight sends may take to finish before they are abandoned (and re-read later).
     public var drainTimeout: Duration = .seconds(30)
-    /// Item ids remembered to avoid sending one item twice in a process.
-    public var dedupeWindow = 100_000
+    /// Seconds an accepted send is remembered (in this process, and read back from the ledger) so
+    /// that it is not made again.
+    public var dedupeWindow: Double = 86_400
     public var maxMessageBytes = NewsItemDecoder.defaultMaxMessageBytes
     /// How long after its Kafka timestamp an item without `expiresAt` may still be sent; nil: no bound.
     public var maxAge: Duration? = .seconds(1200)

@@ -31,6 +31,7 @@ public enum PipelineService {
         hub: NotificationHubConfiguration,
         transport: TransportConfiguration,
         configuration: PipelineConfiguration,
+        ledger: (any DeliveryLedger)? = nil,
         metrics: PipelineMetrics,
         logger: Logger
     ) -> HubSender {
@@ -40,7 +41,8 @@ public enum PipelineService {
         return HubSender(
             configuration: hub,
             transport: CurlTransport(configuration: transport, logger: logger),
-            delivered: DeliveredSends(capacity: configuration.dedupeWindow),
+            delivered: DeliveredSends(window: configuration.dedupeWindow),
+            ledger: ledger,
             metrics: metrics,
             logger: logger,
             targets: configuration.targets

@@ -21,6 +21,8 @@ final class RDKafkaClient: @unchecked Sendable {
     /// One result of polling the consumer.
     enum PollResult {
         case message(KafkaMessage)
+        /// The partition has no more messages for now (only with `enable.partition.eof`).
+        case endOfPartition(TopicPartition)
         case error(KafkaError)
         case nothing
     }
@@ -32,6 +34,8 @@ final class RDKafkaClient: @unchecked Sendable {
         let logger: Logger
         let onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])?
         let onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)?
+        /// Messages produced without a delivery box whose delivery failed.
+        let unconfirmedFailures = Atomic<Int>(0)
         // Set once the handle exists; the rebalance callback must assign through the client
         // that owns the handle.
         private let owner = Mutex(Owner())
@@ -174,6 +178,9 @@ final class RDKafkaClient: @unchecked Sendable {
         guard let message = rd_kafka_consumer_poll(handle, timeoutMs) else { return .nothing }
         defer { rd_kafka_message_destroy(message) }
         let m = message.pointee
+        if m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF, let rkt = m.rkt {
+            return .endOfPartition(TopicPartition(topic: topicName(rkt), partition: m.partition))
+        }
         guard m.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             let topic = m.rkt.map { topicName($0) }
             return .error(.rdKafka(m.err, context: topic.map { "consume from \($0)[\(m.partition)]" }))
@@ -193,6 +200,32 @@ final class RDKafkaClient: @unchecked Sendable {
                 timestampMs: type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp
             )
         )
+    }
+
+    /// Reads these partitions from these offsets, outside any group (the topic reader's).
+    func assign(_ offsets: [TopicPartitionOffset]) throws(KafkaError) {
+        let list = makeList(offsets)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let err = rd_kafka_assign(handle, list)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "assign") }
+    }
+
+    /// The first offset a partition still holds and the offset its next message will get, as the
+    /// partition's leader says now.
+    func watermarks(_ partition: TopicPartition, timeoutMs: Int32) throws(KafkaError) -> (low: Int64, high: Int64) {
+        var low: Int64 = 0, high: Int64 = 0
+        let err = rd_kafka_query_watermark_offsets(
+            handle,
+            partition.topic,
+            partition.partition,
+            &low,
+            &high,
+            timeoutMs
+        )
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw .rdKafka(err, context: "watermarks of \(partition.topic)[\(partition.partition)]")
+        }
+        return (low, high)
     }
 
     func commit(_ offsets: [TopicPartitionOffset]) throws(KafkaError) {
@@ -345,7 +378,7 @@ final class RDKafkaClient: @unchecked Sendable {
         value: UnsafeRawBufferPointer,
         headers: [KafkaHeader],
         timestampMs: Int64?,
-        opaque: UnsafeMutableRawPointer
+        opaque: UnsafeMutableRawPointer?
     ) throws(KafkaError) {
         var rdHeaders: OpaquePointer?
         if !headers.isEmpty {
@@ -390,6 +423,9 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     var outQueueLength: Int { Int(rd_kafka_outq_len(handle)) }
+
+    /// Messages produced with no one waiting for them whose delivery failed.
+    var unconfirmedFailures: Int { callbacks.unconfirmedFailures.load(ordering: .relaxed) }
 
     // MARK: Helpers
 
@@ -527,7 +563,14 @@ private func rdDeliveryCallback(
     _ message: UnsafePointer<rd_kafka_message_t>?,
     _ opaque: UnsafeMutableRawPointer?
 ) {
-    guard let message, let privatePointer = message.pointee._private else { return }
+    guard let message else { return }
+    guard let privatePointer = message.pointee._private else {
+        // Produced with `enqueue`: nobody waits for it, so a failure is only counted.
+        if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            RDKafkaClient.callbacks(of: rk)?.unconfirmedFailures.add(1, ordering: .relaxed)
+        }
+        return
+    }
     let box = Unmanaged<DeliveryBox>.fromOpaque(privatePointer).takeRetainedValue()
     let m = message.pointee
     if m.err == RD_KAFKA_RESP_ERR_NO_ERROR {

@@ -60,6 +60,8 @@ struct DevBrokerCommand: AsyncParsableCommand {
         topics[settings.string(dlqTopic, "dlq-topic", default: "news.deadletter")] = partitionCount
         // Where `run` instances share a hub's quota (a few reports a second: one partition).
         topics[QuotaSharing.defaultTopic] = 1
+        // The delivered-sends ledger: as many partitions as a news topic, so each takeover reads a part.
+        topics[KafkaDeliveryLedger.defaultTopic] = partitionCount
         // Canary requests and results: one partition, so one instance of a group sends them.
         topics[Canary.defaultTopic] = 1
 

@@ -21,7 +21,10 @@ struct ReplayCommand: AsyncParsableCommand {
             Reads dead-letter records (schemas/dead-letter.schema.json) and re-sends each record's item to its \
             audience through the same client and retry policy as `hubcast run`. A corrupt record is reported with \
             its position and skipped. `invalid` records are re-sent only if the item now validates; expired items \
-            are skipped unless --include-expired. The same (item id, audience) goes out at most once per replay. \
+            are skipped unless --include-expired. The same (item id, audience) goes out at most once per replay, \
+            and not at all once the hub accepted it: the sends recorded in the delivered-sends ledger (--ledger-topic; \
+            by `run` and by earlier replays) are skipped, so a file replayed twice is sent once. From Kafka the ledger \
+            is used by default; from a file only when --ledger-topic is given (without it, a warning). \
             Sends that fail again go to --dlq, never back to --from. From Kafka, replay uses its own consumer group \
             and commits as it goes, so an interrupted replay resumes where it stopped. The hub's credentials are \
             checked first, as `run` does (exit 2 refused, 3 unreachable); a hub that fails once the replay runs is \
@@ -142,6 +145,8 @@ struct ReplayCommand: AsyncParsableCommand {
 
     @OptionGroup var quota: QuotaTopicOption
 
+    @OptionGroup var ledger: LedgerOption
+
     func run() async throws {
         let settings = try await common.settings()
         let logger = try common.bootstrapLogging(settings, label: "hubcast.replay")
@@ -169,11 +174,31 @@ struct ReplayCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(metrics)
         let kafkaConfig = try kafka.configuration(settings)
         let source = try await makeSource(kafkaConfig, settings: settings, logger: logger)
+        let fromFile: Bool = if case .file = source { true } else { false }
         var client: NotificationHubClient?
         var sink: (any DeadLetterSink)?
         var producer: KafkaProducer?
+        var deliveryLedger: KafkaDeliveryLedger?
+        var recorded: [RecordedSend] = []
         if !dryRun {
             let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
+            // What the hub already accepted (from a run or an earlier replay) is not sent again. From
+            // a file there may be no Kafka at all, so only when a topic is named.
+            let ledgerTopic = try ledger.topic(settings, default: fromFile ? nil : KafkaDeliveryLedger.defaultTopic)
+            if let opened = try await LedgerOption.open(
+                topic: ledgerTopic,
+                kafka: kafkaConfig,
+                hub: hubConfig.resourceURI,
+                window: try ledger.window(settings),
+                logger: logger
+            ) {
+                deliveryLedger = opened
+                recorded = (try? await Blocking.run { opened.recordedAll() }) ?? []
+            } else {
+                logger.warning(
+                    "No delivered-sends ledger (--ledger-topic): sends the hub already accepted may go again, and a second replay of these records repeats them"
+                )
+            }
             // The engine holds a throttled send for its Retry-After and paces the rest, as in `run`.
             let hub = HubSender.client(
                 configuration: hubConfig,
@@ -190,7 +215,6 @@ struct ReplayCommand: AsyncParsableCommand {
         // with them. From a file there may be no Kafka at all, so only when a topic is named.
         var shared: (exchange: KafkaQuotaExchange, sharing: QuotaSharing)?
         if let client {
-            let fromFile: Bool = if case .file = source { true } else { false }
             shared = try QuotaTopicOption.sharing(
                 topic: try quota.topic(settings, default: fromFile ? nil : QuotaSharing.defaultTopic),
                 kafka: kafkaConfig,
@@ -204,6 +228,8 @@ struct ReplayCommand: AsyncParsableCommand {
             client: client,
             deadLetters: sink,
             quota: shared?.sharing,
+            ledger: deliveryLedger,
+            recorded: recorded,
             configuration: config,
             metrics: PipelineMetrics(categories: categories.names),
             logger: logger,
@@ -220,6 +246,7 @@ struct ReplayCommand: AsyncParsableCommand {
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         ).run()
         try? await producer?.close()
+        await deliveryLedger?.close()
         let result = replayer.result
         if dryRun {
             print(dryRunReport(result, examples: replayer.dryRunExamples))
@@ -318,7 +345,7 @@ struct ReplayCommand: AsyncParsableCommand {
         let total = c.wouldSendByCategory.values.reduce(0, +)
         var lines = [
             "dry run: \(total) send\(total == 1 ? "" : "s") would go out; nothing was sent",
-            "records read \(c.read): corrupt \(c.corrupt), filtered out \(c.filtered), still invalid \(c.stillInvalid), expired \(c.expired), duplicates \(c.duplicates)",
+            "records read \(c.read): corrupt \(c.corrupt), filtered out \(c.filtered), still invalid \(c.stillInvalid), expired \(c.expired), duplicates \(c.duplicates), already delivered \(c.deduplicated)",
         ]
         lines.append(
             "by category: "

@@ -95,10 +95,18 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             throw CLIError.unreachable("could not reach Kafka at \(kafkaConfig.bootstrapServers): \(error)")
         }
+        let ledger = try await LedgerOption.open(
+            topic: try pipelineOptions.ledger.topic(settings),
+            kafka: kafkaConfig,
+            hub: hubConfig.resourceURI,
+            window: pipelineConfig.dedupeWindow,
+            logger: logger
+        )
         let sender = PipelineService.sender(
             hub: hubConfig,
             transport: hubTransport,
             configuration: pipelineConfig,
+            ledger: ledger,
             metrics: pipelineMetrics,
             logger: logger
         )
@@ -147,7 +155,8 @@ struct RunCommand: AsyncParsableCommand {
             )
         }
         let pipeline = PipelineService.pipeline(
-            source: health.watching(consumer),
+            source: ledger.map { LedgeredSource(health.watching(consumer), ledger: $0, delivered: sender.delivered) }
+                ?? health.watching(consumer),
             sender: sender,
             deadLetters: health.watching(deadLetters),
             quota: quota,
@@ -215,6 +224,7 @@ struct RunCommand: AsyncParsableCommand {
         )
         try? await dlqProducer?.close()
         try? await canaryProducer?.close(timeout: .seconds(5))
+        await ledger?.close()
         printer.printFinal(elapsed: ContinuousClock.now - started)
     }
 }

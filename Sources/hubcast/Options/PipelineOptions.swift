@@ -102,15 +102,6 @@ struct PipelineOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Sends (item id and audience) the hub accepted, remembered so this process does not send them again (env HUBCAST_DEDUPE_WINDOW; default 100000).",
-            valueName: "n"
-        )
-    )
-    var dedupeWindow: Int?
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
             "Largest message accepted, in bytes; larger ones are dead-lettered as invalid (env HUBCAST_MAX_MESSAGE_BYTES; default 65536).",
             valueName: "bytes"
         )
@@ -155,6 +146,8 @@ struct PipelineOptions: ParsableArguments {
 
     @OptionGroup var quota: QuotaTopicOption
 
+    @OptionGroup var ledger: LedgerOption
+
     func configuration(_ settings: Settings, categories: Categories) throws(CLIError) -> PipelineConfiguration {
         var config = PipelineConfiguration(categories: categories)
         config.concurrency = try settings.int(concurrency, "concurrency", default: 64, range: 1...10_000)
@@ -169,7 +162,7 @@ struct PipelineOptions: ParsableArguments {
         )
         config.fetchWaitMs = try settings.int(fetchWaitMs, "fetch-wait-ms", default: 3, range: 1...10_000)
         config.drainTimeout = .seconds(try settings.int(drainTimeout, "drain-timeout", default: 30, range: 0...3600))
-        config.dedupeWindow = try settings.int(dedupeWindow, "dedupe-window", default: 100_000, range: 1...10_000_000)
+        config.dedupeWindow = try ledger.window(settings)
         config.maxMessageBytes = try settings.int(
             maxMessageBytes,
             "max-message-bytes",

@@ -15,12 +15,10 @@ struct QuotaTopicOption: ParsableArguments {
     )
     var quotaTopic: String?
 
-    /// The quota topic, or nil for `none` (or when none is set and `fallback` is nil); a name Kafka
-    /// would refuse is refused here.
+    /// The quota topic, or nil for `none` (or when none is set and `fallback` is nil).
     func topic(_ settings: Settings, default fallback: String? = QuotaSharing.defaultTopic) throws(CLIError) -> String?
     {
-        guard let topic = settings.string(quotaTopic, "quota-topic") ?? fallback, topic != "none" else { return nil }
-        return try Settings.topicName(topic, flag: "quota-topic", or: " nor none")
+        try settings.topicOrNone(quotaTopic, "quota-topic", default: fallback)
     }
 
     /// The exchange (a service to run beside the pipeline) and what the pipeline shares through it,

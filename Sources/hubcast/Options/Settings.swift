@@ -172,6 +172,13 @@ struct Settings {
     }
 
     /// `topic` if Kafka would take it as a topic name; `alternatives` ends the error's list of what else is allowed.
+    /// A topic setting that `none` turns off: the topic, or nil for `none` (or when none is set and
+    /// `fallback` is nil); a name Kafka would refuse is refused here.
+    func topicOrNone(_ value: String?, _ key: String, default fallback: String?) throws(CLIError) -> String? {
+        guard let topic = string(value, key) ?? fallback, topic != "none" else { return nil }
+        return try Self.topicName(topic, flag: key, or: " nor none")
+    }
+
     static func topicName(_ topic: String, flag: String, or alternatives: String = "") throws(CLIError) -> String {
         let legal = topic.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2E || c == 0x5F

@@ -1,0 +1,30 @@
+import Kafka
+
+/// Where the sends the hub accepted are recorded, so that no process sends them again: not after
+/// a crash, a rebalance or a restart, nor in a replay. Records are written without waiting (a send
+/// never waits for its record), and read back when a process takes partitions over.
+public protocol DeliveryLedger: Sendable {
+    /// Records that the hub accepted this send of the record at `source`. Never blocks; a record
+    /// that cannot be written is counted in `unrecorded`, and the send may be made again.
+    func record(itemID: String, platform: String, audience: String, source: TopicPartition)
+    /// The sends recorded within the window for items of `partitions` (and whatever else shares
+    /// their part of the ledger). Blocks; what cannot be read is logged and left out.
+    func recorded(for partitions: [TopicPartition]) -> [RecordedSend]
+    /// Every send recorded within the window for this hub. Blocks.
+    func recordedAll() -> [RecordedSend]
+    /// Waits up to `timeout` until every record written so far is stored. Blocks.
+    func flush(timeout: Duration)
+    /// Records that could not be written (a full queue, a cluster that refused them).
+    var unrecorded: Int { get }
+}
+
+/// A send the ledger holds, with when the hub accepted it (epoch seconds).
+public struct RecordedSend: Sendable, Equatable {
+    public let key: LedgerKey
+    public let at: Double
+
+    public init(key: LedgerKey, at: Double) {
+        self.key = key
+        self.at = at
+    }
+}
