@@ -3,6 +3,8 @@
 #   hadolint + checkov        deploy/Dockerfile
 #   kubernetes-validate       deploy/k8s (strict, Kubernetes $K8S_VERSION; KEDA's CRD schema vendored)
 #   checkov                   deploy/k8s (Kubernetes checks; skips carry their reason next to them)
+#   kustomize                 deploy/k8s rendered by `kubectl kustomize`: every manifest once, in the namespace,
+#                             the kustomization's image in every container, every selector matching a pod
 #   check-jsonschema          deploy/compose.yaml against the Compose specification's schema (vendored)
 #   yamllint                  compose, Kubernetes and Prometheus YAML
 #   systemd-analyze           deploy/systemd/hubcast.service: verify, and its sandbox's exposure score
@@ -50,6 +52,9 @@ apt_install() {
 install_tools() {
   command -v systemd-analyze >/dev/null || apt_install systemd
   command -v promtool >/dev/null || apt_install prometheus
+  # `kubectl kustomize` renders deploy/k8s as `kubectl apply -k` would (Debian's client is enough for the
+  # kustomization's namespace, resources and images).
+  command -v kubectl >/dev/null || apt_install kubernetes-client
   python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
   # Reinstalled only when the pinned list changes.
   local stamp=$venv/.requirements
@@ -124,6 +129,7 @@ run checkov-dockerfile checkov --framework dockerfile -f "$root/Dockerfile"
 run kubernetes-validate "$py" deploy/check/k8s_validate.py "$root/k8s" --kubernetes-version "$K8S_VERSION" \
   --crd deploy/check/schemas/keda.sh_scaledobjects.yaml
 run checkov-kubernetes checkov --framework kubernetes -d "$root/k8s"
+run kustomize "$py" deploy/check/rendered.py "$root"
 run compose-schema "$venv/bin/check-jsonschema" --schemafile deploy/check/schemas/compose-spec.json "$root/compose.yaml"
 run yamllint "$venv/bin/yamllint" --strict -c deploy/check/yamllint.yaml "$root/compose.yaml" "$root/k8s" "$root/prometheus"
 run systemd-verify systemd_verify "$root/systemd/hubcast.service"

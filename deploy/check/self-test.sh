@@ -39,6 +39,14 @@ expect_failure kubernetes-validate k8s/run-scaledobject.yaml \
   's/maxReplicaCount:/maxReplicas:/' "a ScaledObject field KEDA does not have"
 expect_failure kubernetes-validate k8s/kustomization.yaml \
   '/run-networkpolicy.yaml/d' "a manifest the kustomization leaves out"
+expect_failure kustomize k8s/kustomization.yaml \
+  's/^  - name: hubcast$/  - name: hubcast-image/' "an images entry that matches no container's image"
+expect_failure kustomize k8s/kustomization.yaml \
+  '/backend-pdb.yaml/d' "a manifest left out of the rendered kustomization"
+expect_failure kustomize k8s/backend-service.yaml \
+  's/app.kubernetes.io\/component: backend/app.kubernetes.io\/component: api/' "a Service selecting no pod"
+expect_failure kustomize k8s/run-scaledobject.yaml \
+  's/    name: hubcast-run$/    name: hubcast-runner/' "a ScaledObject scaling a Deployment that is not there"
 expect_failure checkov-kubernetes k8s/run-deployment.yaml \
   's/readOnlyRootFilesystem: true/readOnlyRootFilesystem: false/' "a writable root filesystem"
 expect_failure compose-schema compose.yaml \
