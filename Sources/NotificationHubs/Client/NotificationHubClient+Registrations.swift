@@ -98,21 +98,6 @@ extension NotificationHubClient {
 
     private static let json = HTTPHeader("Content-Type", "application/json")
 
-    private func request(
-        _ method: HTTPRequest.Method,
-        _ path: String,
-        headers: [HTTPHeader] = [],
-        body: [UInt8] = []
-    ) -> HTTPRequest {
-        HTTPRequest(
-            method: method,
-            url: configuration.url(path),
-            headers: headers,
-            body: body,
-            timeout: configuration.requestTimeout
-        )
-    }
-
     private static func encode(_ value: some Encodable) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -75,14 +75,7 @@ extension NotificationHubClient {
     /// `GET /{hub}/messages/{id}`: the notification's telemetry. Throws with status 404 until the
     /// hub has any, and 403 on a hub below the Standard tier.
     public func notificationDetails(id: String) async throws(SendFailure) -> NotificationDetails {
-        let request = HTTPRequest(
-            method: .get,
-            url: configuration.url("messages/\(PercentEncoding.encode(id))"),
-            headers: [],
-            body: [],
-            timeout: configuration.requestTimeout
-        )
-        let (response, _, _) = try await perform(request)
+        let (response, _, _) = try await perform(request(.get, "messages/\(PercentEncoding.encode(id))"))
         guard let details = NotificationDetails(xml: String(decoding: response.body, as: UTF8.self)) else {
             throw SendFailure(
                 reason: .rejected,

@@ -18,7 +18,7 @@ public final class NotificationHubClient: Sendable {
     let attemptFailed: @Sendable (FailureReason, _ status: Int?) -> Void
     // Built once: every send goes to one of these.
     let messagesURL: String
-    private let scheduledURL: String
+    let scheduledURL: String
     private let retries = Mutex(RetryTasks())
 
     /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests;
@@ -78,21 +78,31 @@ public final class NotificationHubClient: Sendable {
         scheduledAt: Double? = nil
     ) async throws(SendFailure) -> SendResult {
         if let tagExpression { try validate(tagExpression) }
-        let request = sendRequest(notification, tagExpression: tagExpression, scheduledAt: scheduledAt)
+        let request = sendRequest(notification, tagExpression: tagExpression)
         return try await accepted(perform(request, deadline: deadline, scheduledAt: scheduledAt))
     }
 
     /// Cancels a scheduled notification (`DELETE /{hub}/schedulednotifications/{id}`); an id the
     /// hub does not know (never scheduled, already sent or cancelled) fails as `not-found` (404).
     public func cancelScheduled(id: String) async throws(SendFailure) {
-        let request = HTTPRequest(
-            method: .delete,
-            url: configuration.url("schedulednotifications/\(PercentEncoding.encode(id))"),
-            headers: [],
-            body: [],
+        _ = try await perform(request(.delete, "schedulednotifications/\(PercentEncoding.encode(id))"))
+    }
+
+    /// A request to `path` under the hub, with the client's timeout: every call but a send's.
+    func request(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        query: String = "",
+        headers: [HTTPHeader] = [],
+        body: [UInt8] = []
+    ) -> HTTPRequest {
+        HTTPRequest(
+            method: method,
+            url: configuration.url(path, query: query),
+            headers: headers,
+            body: body,
             timeout: configuration.requestTimeout
         )
-        _ = try await perform(request)
     }
 
     /// A scheduled send less than this far (seconds) from its time goes now: the hub refuses a
@@ -121,25 +131,23 @@ public final class NotificationHubClient: Sendable {
         deviceHandle: String,
         headers: [HTTPHeader] = []
     ) async throws(SendFailure) -> SendResult {
-        let request = HTTPRequest(
-            method: .post,
-            url: configuration.url("messages/", query: "direct"),
+        let direct = request(
+            .post,
+            "messages/",
+            query: "direct",
             headers: [
                 HTTPHeader("ServiceBusNotification-Format", format),
                 HTTPHeader("ServiceBusNotification-DeviceHandle", deviceHandle),
                 HTTPHeader("Content-Type", "application/json;charset=utf-8"),
             ] + headers,
-            body: payload,
-            timeout: configuration.requestTimeout
+            body: payload
         )
-        return try await accepted(perform(request))
+        return try await accepted(perform(direct))
     }
 
-    private func sendRequest(
-        _ notification: HubNotification,
-        tagExpression: String?,
-        scheduledAt: Double? = nil
-    ) -> HTTPRequest {
+    /// A send to `messages/`; each attempt of a scheduled one goes to `schedulednotifications/`
+    /// with its time until that time comes (`RequestAttempts.prepare`).
+    private func sendRequest(_ notification: HubNotification, tagExpression: String?) -> HTTPRequest {
         let body: [UInt8]
         let contentType: String
         var platformHeaders: [HTTPHeader] = []
@@ -158,13 +166,10 @@ public final class NotificationHubClient: Sendable {
         headers.append(HTTPHeader("Content-Type", contentType))
         headers.append(HTTPHeader("ServiceBusNotification-Format", notification.format))
         if let tagExpression { headers.append(HTTPHeader("ServiceBusNotification-Tags", tagExpression)) }
-        if let scheduledAt {
-            headers.append(HTTPHeader("ServiceBusNotification-ScheduleTime", Self.scheduleTime(scheduledAt)))
-        }
         headers += platformHeaders
         return HTTPRequest(
             method: .post,
-            url: scheduledAt == nil ? messagesURL : scheduledURL,
+            url: messagesURL,
             headers: headers,
             body: body,
             timeout: configuration.requestTimeout
@@ -277,7 +282,7 @@ public final class NotificationHubClient: Sendable {
             // Built into the attempts, not kept beside them: the headers are then appended in
             // place, where a second owner would have them copied.
             attempts = RequestAttempts(
-                sendRequest(notification, tagExpression: tagExpression, scheduledAt: scheduledAt),
+                sendRequest(notification, tagExpression: tagExpression),
                 client: self,
                 deadline: deadline,
                 scheduledAt: scheduledAt
@@ -412,17 +417,24 @@ public final class NotificationHubClient: Sendable {
                     client
                 )
             }
-            // A scheduled send whose time came while it waited (for a held hub, a backoff) goes now.
-            if let scheduledAt, (count == 0 ? firstAttemptAt : client.clock()) >= scheduledAt - scheduleLead {
-                request.url = client.messagesURL
-                if let i = request.headers.firstIndex(where: { $0.name == "ServiceBusNotification-ScheduleTime" }) {
-                    request.headers.remove(at: i)
-                    callerHeaders -= 1
-                }
-                self.scheduledAt = nil
-            }
             count += 1
             request.headers.removeSubrange(callerHeaders...)
+            // A scheduled send goes to the hub's schedule until its time comes, then (it waited for a
+            // held hub, a backoff) to `messages/` as any other.
+            if let scheduledAt {
+                if (count == 1 ? firstAttemptAt : client.clock()) < scheduledAt - scheduleLead {
+                    request.url = client.scheduledURL
+                    request.headers.append(
+                        HTTPHeader(
+                            "ServiceBusNotification-ScheduleTime",
+                            NotificationHubClient.scheduleTime(scheduledAt)
+                        )
+                    )
+                } else {
+                    request.url = client.messagesURL
+                    self.scheduledAt = nil
+                }
+            }
             request.headers.append(HTTPHeader("Authorization", token.header))
             request.headers.append(HTTPHeader("x-ms-version", client.configuration.apiVersion))
             status = nil
