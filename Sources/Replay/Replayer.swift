@@ -86,7 +86,7 @@ public final class Replayer: Service, Sendable {
                 configuration: configuration,
                 tally: tally,
                 metrics: metrics,
-                delivered: Set(recorded.map(\.key.processKey)),
+                delivered: Set(recorded.map(\.processKey)),
                 report: report
             ),
             sender: ReplaySender(client: client, ledger: ledger, tally: tally, metrics: metrics, logger: logger),

@@ -46,7 +46,7 @@ import Testing
         let source = FakeSource()
         let ledgered = LedgeredSource(
             source,
-            ledger: FakeLedger(log: log, held: [RecordedSend(key: key, at: 990)]),
+            ledger: FakeLedger(log: log, held: [RecordedSend(processKey: key.processKey, at: 990)]),
             delivered: delivered
         )
         let world = TopicPartition(topic: "news.world", partition: 0)

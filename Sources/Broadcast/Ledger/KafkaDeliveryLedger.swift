@@ -131,7 +131,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
                 guard let bytes = message.key, let key = LedgerKey(decoding: bytes), key.hub == hub,
                     let ms = message.timestampMs, Double(ms) / 1000 >= cutoff
                 else { return }
-                sends.append(RecordedSend(key: key, at: Double(ms) / 1000))
+                sends.append(RecordedSend(processKey: key.processKey, at: Double(ms) / 1000))
             }
         } catch {
             logger.warning(

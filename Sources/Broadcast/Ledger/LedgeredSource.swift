@@ -30,7 +30,7 @@ public struct LedgeredSource: RecordSource {
                 onAssign: { partitions in
                     if !partitions.isEmpty {
                         delivered.remember(
-                            ledger: ledger.recorded(for: partitions).map { ($0.key.processKey, $0.at) }
+                            ledger: ledger.recorded(for: partitions).map { ($0.processKey, $0.at) }
                         )
                     }
                     handlers.onAssign(partitions)
