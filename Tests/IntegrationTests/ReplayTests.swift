@@ -136,8 +136,10 @@ import Testing
         let h = try await PipelineHarness(devices: 100)
         // One copy of each record: across two replays, only the group's committed position prevents repeats.
         try await failedRuns(h, count: 400, sink: "kafka:news.deadletter", runs: 1)
-        // 50 ms per send at 4 in flight: about 5 s of replay, so the interruption lands part-way even on a busy machine.
-        try await h.faults(#"{"latencyMs":50}"#)
+        // 250 ms per send at 4 in flight: about 25 s of replay, so the interruption lands part-way even
+        // on a busy machine (at 50 ms, 5 s in all, a fresh clone's full test run once let it finish
+        // between the 100th delivery being seen and the signal).
+        try await h.faults(#"{"latencyMs":250}"#)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
         process.arguments = [
