@@ -185,7 +185,10 @@ import TextFormats
 
     @Test func sigtermDrainsAndExitsZeroThenASecondRunDeliversTheRest() async throws {
         let h = try await PipelineHarness(devices: 100)
-        try await h.faults(#"{"latencyMs":5}"#)
+        // 20 ms a send at 16 in flight: 20,000 take 25 s, so however late a busy machine lets the
+        // test see the first 2,000 (about 2.5 s in), the run is still mid-stream when signalled (at
+        // 5 ms it had 5.6 s to spare, less than the 7 s a fresh clone's full run was seen to stall).
+        try await h.faults(#"{"latencyMs":20}"#)
         try await h.produce(0..<20_000)
         let run = try h.startRun(["--concurrency", "16"])
         // Stop it part-way: once deliveries are flowing.
