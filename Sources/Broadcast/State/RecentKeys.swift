@@ -3,8 +3,8 @@ import DequeModule
 /// Keys of sends the hub accepted, each remembered until it is older than `window` seconds or
 /// `capacity` newer ones came after it, with where it was learned: from this process, or read
 /// back from the delivered-sends ledger (an earlier process, another instance, a replay).
-/// At most `capacity` entries: 16 bytes in the queue and about 24 in the set each, so 40 MB for
-/// the million that `--dedupe-window` may hold.
+/// At most `capacity` entries: 16 bytes in the queue and about 20 in the set each; a million, the
+/// most `--dedupe-window` may hold, measured 35 MiB of RSS.
 public struct RecentKeys: Sendable {
     public enum Origin: Sendable, Equatable { case thisProcess, ledger }
 
