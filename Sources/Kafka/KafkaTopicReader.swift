@@ -14,13 +14,6 @@ public struct KafkaTopicReader: Sendable {
         self.logger = logger
     }
 
-    /// Number of partitions of `topic`, or nil when the cluster does not have it.
-    public func partitionCount(topic: String, timeout: Duration) throws(KafkaError) -> Int? {
-        let client = try makeClient()
-        defer { close(client) }
-        return try client.partitionCount(topic: topic, timeoutMs: timeout.timeoutMs)
-    }
-
     /// Calls `visit` with every message of `partitions` of `topic`, in order within each partition,
     /// up to each one's end when the read began. Throws when the cluster does not answer within
     /// `timeout` (for the watermarks, then for the messages); returns how many were read.

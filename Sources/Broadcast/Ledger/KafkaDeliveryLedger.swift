@@ -42,11 +42,12 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         let configuration = KafkaProducerConfiguration(kafka: kafka)
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
         let reader = KafkaTopicReader(kafka: kafka, logger: logger)
-        let count = try await Blocking.run { () throws(KafkaError) -> Int? in
-            if let count = try reader.partitionCount(topic: topic, timeout: .seconds(10)) { return count }
+        // The producer's own handle answers the metadata requests: no client is made for them.
+        var count = try await producer.partitionCount(topic: topic)
+        if count == nil {
             try producer.enqueue(topic: topic, partition: nil, key: Array("hubcast".utf8), value: Array("{}".utf8))
-            try producer.flushBlocking(timeout: .seconds(10))
-            return try reader.partitionCount(topic: topic, timeout: .seconds(10))
+            try await Blocking.run { () throws(KafkaError) in try producer.flushBlocking(timeout: .seconds(10)) }
+            count = try await producer.partitionCount(topic: topic)
         }
         guard let count, count > 0 else {
             throw .configuration(
