@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
         .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
     ],
     targets: [
         // C seams: one system-library target per C library, nothing else calls C.
@@ -86,6 +87,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // The routes file of `run --routes`: which hub each category or tenant goes to, read with Yams.
+        .target(
+            name: "Routes",
+            dependencies: ["Broadcast", "TextFormats", .product(name: "Yams", package: "Yams")]
         ),
         // A local Notification Hubs: in-memory store, tag routing, templates, SAS, faults.
         .target(
@@ -182,7 +188,7 @@ let package = Package(
             name: "hubcast",
             dependencies: [
                 "Kafka", "News", "Newsroom", "NotificationHubs", "Broadcast", "HubEmulator", "Telemetry", "Health",
-                "OperationsEndpoint", "Demo", "Replay", "Backend", "TextFormats",
+                "OperationsEndpoint", "Demo", "Replay", "Backend", "TextFormats", "Routes",
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -206,7 +212,7 @@ let package = Package(
         .testTarget(
             name: "BroadcastTests",
             dependencies: [
-                "Broadcast", "TextFormats", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport",
+                "Broadcast", "TextFormats", "Kafka", "News", "NotificationHubs", "Telemetry", "TestSupport", "Routes",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),

@@ -379,8 +379,9 @@ def connection_string(port, tls=False):
 class Programs:
     """The argv of each measured program for a bootstrap and a sink port."""
 
-    def __init__(self, hubcast, go, python, connections, work):
+    def __init__(self, hubcast, go, python, connections, work, baseline=None):
         self.hubcast, self.go, self.python, self.connections, self.work = hubcast, go, python, connections, work
+        self.baseline = baseline
 
     def argv(self, program, bootstrap, port, ca=None):
         scheme = "https" if ca else "http"
@@ -388,7 +389,9 @@ class Programs:
         if program.startswith("hubcast"):
             # hubcast-noledger: the same without the delivered-sends ledger, to measure what it costs.
             ledger = ["--ledger-topic", "none"] if program == "hubcast-noledger" else []
-            return [self.hubcast, "run", *ledger, "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(self.connections),
+            # hubcast-baseline: the build given with --baseline, side by side with this one.
+            binary = self.baseline if program == "hubcast-baseline" else self.hubcast
+            return [binary, "run", *ledger, "--brokers", bootstrap, "--hub", HUB, "--skip-hub-check", "--concurrency", str(self.connections),
                     "--exit-when-idle", "2", "--metrics-interval", "1", "--dlq", f"file:{self.work}/dlq.jsonl", "--log-level", "warning",
                     *(["--ca-file", ca] if ca else [])]
         if program == "go":
@@ -1031,7 +1034,7 @@ def main():
     parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peers' pool size")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
     parser.add_argument("--only", default=",".join(SECTIONS), help="sections to run: " + ",".join(SECTIONS))
-    parser.add_argument("--programs", default=",".join(PROGRAMS), help="programs in the unthrottled and quota sections (also hubcast-noledger: hubcast with --ledger-topic none); a program may be named twice to alternate runs")
+    parser.add_argument("--programs", default=",".join(PROGRAMS), help="programs in the unthrottled and quota sections (also hubcast-noledger: hubcast with --ledger-topic none; hubcast-baseline: the --baseline build); a program may be named twice to alternate runs")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks/results/latest.json"))
     parser.add_argument("--micro-json", help="only merge this micro-benchmark export into --output and print it")
     parser.add_argument("--show", metavar="JSON", help="only print the tables of an earlier run's results")
@@ -1066,7 +1069,7 @@ def main():
               "connections": args.connections, "wrkSeconds": args.seconds, "quotaSeconds": args.quota_seconds}
     try:
         python = peer_python() if "python" in chosen or "latency" in sections or "priority" in sections else None
-        programs = Programs(binary, go, python, args.connections, work)
+        programs = Programs(binary, go, python, args.connections, work, args.baseline)
         wrk_nginx = None
         if "ceiling" in sections:
             print(f"ceiling: wrk, 1 thread, {args.connections} connections, {args.seconds} s each", file=sys.stderr)

@@ -55,6 +55,16 @@ def kill_all():
                 pass
 
 
+def terminate(proc):
+    """SIGTERM, then SIGKILL after 10 s, unless it has exited."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def topic(category):
     return "news." + category.lower()
 
@@ -145,12 +155,7 @@ class Broker:
         return out
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        terminate(self.proc)
 
 
 KAFKA_DIR = os.environ.get("HUBCAST_KAFKA_DIR") or os.path.join(ROOT, ".build-kafka")
@@ -218,9 +223,9 @@ class TansuBroker(Broker):
 
 
 class Emulator:
-    def __init__(self, binary, work, latency_ms=0, devices=600):
-        self.out_path, self.err_path = os.path.join(work, "emulator.out"), os.path.join(work, "emulator.err")
-        argv = [binary, "emulator", "--hub", HUB, "--devices", str(devices), "--sample-payloads", "1",
+    def __init__(self, binary, work, latency_ms=0, devices=600, hub=HUB):
+        self.out_path, self.err_path = os.path.join(work, f"emulator-{hub}.out"), os.path.join(work, f"emulator-{hub}.err")
+        argv = [binary, "emulator", "--hub", hub, "--devices", str(devices), "--sample-payloads", "1",
                 "--keep-deliveries", "1000000", "--log-level", "warning"]
         if latency_ms:
             argv += ["--fault", json.dumps({"latencyMs": latency_ms})]
@@ -274,12 +279,14 @@ class Emulator:
 class Run:
     """One `hubcast run`: metrics lines from stdout are kept with the wall-clock time they arrived."""
 
-    def __init__(self, binary, broker, emulator, work, name, dlq, extra=(), group="faults", env=None):
+    def __init__(self, binary, broker, emulator, work, name, dlq, extra=(), group="faults", env=None, routes=None):
+        """`routes`: a routes file naming the hubs, instead of the one emulator's hub."""
         self.name, self.t0 = name, time.time()
         self.err_path, self.out_path = os.path.join(work, f"{name}.stderr"), os.path.join(work, f"{name}.metrics.jsonl")
-        argv = [binary, "run", "--brokers", broker.bootstrap, "--group", group, "--hub", HUB, "--dlq", f"file:{dlq}",
+        hub = ["--routes", routes] if routes else ["--hub", HUB]
+        argv = [binary, "run", "--brokers", broker.bootstrap, "--group", group, *hub, "--dlq", f"file:{dlq}",
                 "--concurrency", str(CONCURRENCY), "--metrics-interval", "1", "--log-level", "info", *extra]
-        env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection, **(env or {})}
+        env = {**os.environ, **({} if routes else {"HUBCAST_CONNECTION_STRING": emulator.connection}), **(env or {})}
         self.proc = spawn(argv, stdout=subprocess.PIPE, stderr=open(self.err_path, "w"), env=env, text=True)
         self.metrics, self.raw = [], []
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -371,6 +378,8 @@ class Scenario:
         self.runs, self.dlqs, self.valid_ids, self.produced = [], [], [], 0
         self.expectations, self.notes, self.extra = [], [], {}
         self.broker = self.emulator = None
+        # More hubs than the first (several-hubs scenarios): their sends count too.
+        self.other_emulators = []
 
     def start(self, latency_ms=0, tansu_partitions=None):
         """A dev broker, or with `tansu_partitions` Tansu with that many partitions per category topic."""
@@ -382,11 +391,11 @@ class Scenario:
         self.valid_ids += [it["id"] for it in items]
         self.produced += len(items)
 
-    def run(self, extra=(), group="faults"):
+    def run(self, extra=(), group="faults", routes=None):
         dlq = os.path.join(self.work, f"dlq-{len(self.runs)}.jsonl")
         self.dlqs.append(dlq)
         r = Run(self.binary, self.broker, self.emulator, self.work, f"run-{len(self.runs)}", dlq, extra, group,
-                self.broker.env)
+                self.broker.env, routes)
         self.runs.append(r)
         return r
 
@@ -395,20 +404,18 @@ class Scenario:
 
     def finish(self):
         accepted = collections.Counter()
+        emulators = [self.emulator, *self.other_emulators]
         try:
-            self.emulator.cont()
-            accepted = self.emulator.accepted()
+            for emulator in emulators:
+                emulator.cont()
+                accepted.update(emulator.accepted())
         except Exception as error:
             self.notes.append(f"could not read the emulator's deliveries: {error}")
             self.expect("emulator answered at the end", False, hard=True)
         finally:
             self.broker.stop()
-            if self.emulator.proc.poll() is None:
-                self.emulator.proc.terminate()
-                try:
-                    self.emulator.proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.emulator.proc.kill()
+            for emulator in emulators:
+                terminate(emulator.proc)
         records = read_dlq(self.dlqs)
         dead_ids = {r.get("itemId") for r in records if r.get("itemId")}
         valid = set(self.valid_ids)
@@ -875,6 +882,65 @@ def s14_drops_for_30s(s):
     s.expect("connections were dropped (retried > 0)", (r.last().get("retried") or 0) > 0)
 
 
+def s16_two_hubs_one_refusing(s):
+    """Two hubs (two emulators): Sports goes to the second, which answers 401 to every send for 60 s;
+    30,000 items. The first hub's 25,000 go at the rate they go with both hubs up (a control run first,
+    same items, no fault); the second's 5,000 follow once it takes the key again; nothing dead-lettered."""
+    s.start()
+    sports = Emulator(s.binary, s.work, hub="sportshub")
+    s.other_emulators.append(sports)
+    routes = os.path.join(s.work, "routes.yaml")
+    with open(os.path.join(s.work, "main.conn"), "w") as f:
+        f.write(s.emulator.connection)
+    with open(os.path.join(s.work, "sports.conn"), "w") as f:
+        f.write(sports.connection)
+    with open(routes, "w") as f:
+        f.write(f"hubs:\n  main: {{hub: {HUB}, connection-string-file: main.conn}}\n"
+                "  sports: {hub: sportshub, connection-string-file: sports.conn}\n"
+                "categories:\n  Sports: sports\ndefault: main\n")
+    per_hub = lambda n: (n * 5 // 6, n // 6)  # items n % 6 == 5 are Sports
+
+    def main_rate(count):
+        """Runs until the first hub accepted `count` more: its sends a second, from the first to the last.
+        One group for both runs: the second starts where the control run committed."""
+        r = s.run(["--exit-when-idle", "3"], routes=routes)
+        start = delivered_count(s)
+        wait_until(lambda: delivered_count(s) > start, 60, 0.01)
+        t0 = time.time()
+        done = wait_until(lambda: delivered_count(s) >= start + count, 120, 0.01)
+        return r, (round(count / max(time.time() - t0, 1e-3), 1) if done else None)
+
+    # Control: both hubs up.
+    s.produce([item(16, n) for n in range(30_000)], "control")
+    control, control_rate = main_rate(per_hub(30_000)[0])
+    control.wait(120)
+    # The fault: the sports hub refuses every send; new items, a new group.
+    sports.fault({"status": 401})
+    s.produce([item(16, n) for n in range(30_000, 60_000)], "fault")
+    r, fault_rate = main_rate(per_hub(30_000)[0])
+    main_done_at = time.time()
+    sports_during = sports.stats()["statusCounts"].get("201", 0)
+    time.sleep(max(0.0, 60 - (main_done_at - r.t0)))
+    sports_accepted_while_refusing = sports.stats()["statusCounts"].get("201", 0)
+    sports.clear_faults()
+    cleared = time.time()
+    sports_all = wait_until(lambda: sports.stats()["statusCounts"].get("201", 0) >= 2 * per_hub(30_000)[1], 120)
+    r.wait(60)
+    held = [m for _, m in r.metrics if (m.get("hubs") or {}).get("sports", {}).get("available") is False]
+    s.extra["refused"] = {"mainSendsPerSecBothUp": control_rate, "mainSendsPerSecOtherRefusing": fault_rate,
+                          "ratio": round(fault_rate / control_rate, 2) if control_rate and fault_rate else None,
+                          "sportsAcceptedWhileRefusing": sports_accepted_while_refusing - per_hub(30_000)[1],
+                          "secondsToSportsAfterRecovery": round(time.time() - cleared, 1) if sports_all else None,
+                          "linesWithSportsHeld": len(held), "sportsDuringMain": sports_during - per_hub(30_000)[1]}
+    s.expect("exit 0", r.exit_code == 0 and control.exit_code == 0, hard=True)
+    s.expect("nothing dead-lettered", not read_dlq(s.dlqs), hard=True)
+    s.expect("the refusing hub accepted nothing while it refused", s.extra["refused"]["sportsAcceptedWhileRefusing"] == 0)
+    s.expect("the other hub sent at ≥ 0.9× its rate with both hubs up",
+             s.extra["refused"]["ratio"] is not None and s.extra["refused"]["ratio"] >= 0.9)
+    s.expect("the refusing hub's items followed once it took the key", sports_all)
+    s.expect("the metrics line said the sports hub was held", len(held) > 0)
+
+
 PARTITION_NAME = re.compile(r"news\.[a-z]+\[\d+\]")
 
 
@@ -1052,6 +1118,7 @@ SCENARIOS = [
     (13, "503 to everything for 40 s", s13_503_outage),
     (14, "dropped connections for 30 s", s14_drops_for_30s),
     (15, "rebalance churn on Tansu", s15_rebalance_churn),
+    (16, "two hubs, one refusing credentials for 60 s", s16_two_hubs_one_refusing),
 ]
 
 

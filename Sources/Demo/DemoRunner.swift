@@ -82,7 +82,12 @@ public struct DemoRunner: Sendable {
         let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
         let sender = PipelineService.sender(
-            hub: NotificationHubConfiguration(connection: connection, hubName: "hubcast"),
+            hubs: [
+                PipelineService.Hub(
+                    name: "hubcast",
+                    configuration: NotificationHubConfiguration(connection: connection, hubName: "hubcast")
+                )
+            ],
             transport: TransportConfiguration(),
             configuration: pipelineConfig,
             metrics: pipelineMetrics,

@@ -6,8 +6,8 @@ extension HealthMonitor {
     /// Hears the pipeline's verdicts on the hub.
     public var pipelineObserver: PipelineObserver {
         PipelineObserver(
-            hubUnavailable: { [self] in hubUnavailable(reason: $0) },
-            hubAvailable: { [self] in hubAvailable() }
+            hubUnavailable: { [self] in hubUnavailable($0, reason: $1) },
+            hubAvailable: { [self] in hubAvailable($0) }
         )
     }
 

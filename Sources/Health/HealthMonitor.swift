@@ -27,8 +27,10 @@ public final class HealthMonitor: Sendable {
 
     public func assigned(_ partitions: [TopicPartition]) { state.withLock { $0.assigned(partitions) } }
     public func revoked(_ partitions: [TopicPartition]) { state.withLock { $0.revoked(partitions) } }
-    public func hubUnavailable(reason: String) { state.withLock { $0.hubUnavailable(reason: reason) } }
-    public func hubAvailable() { state.withLock { $0.hubAvailable() } }
+    public func hubUnavailable(_ hub: String = "hub", reason: String) {
+        state.withLock { $0.hubUnavailable(hub, reason: reason) }
+    }
+    public func hubAvailable(_ hub: String = "hub") { state.withLock { $0.hubAvailable(hub) } }
     public func deadLetterWriteFailed(reason: String) { state.withLock { $0.deadLetterWriteFailed(reason: reason) } }
     public func deadLetterWritten() { state.withLock { $0.deadLetterWritten() } }
     public func dependencyFailed(_ name: String, reason: String) {

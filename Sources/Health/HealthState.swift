@@ -22,6 +22,8 @@ public struct HealthState: Sendable, Equatable {
         /// A poll loop that has not turned for this long is taken as hung. Generous: a liveness
         /// failure restarts the process, which costs a rebalance.
         public var pollStallLimit: Duration = .seconds(30)
+        /// The hubs' names when there are several: each then has a check of its own, `hub:<name>`.
+        public var hubs: [String] = []
 
         public init(consumes: Bool) {
             self.consumes = consumes
@@ -52,7 +54,8 @@ public struct HealthState: Sendable, Equatable {
     /// The member has asked to join (start) or lost every partition (a rebalance is under way) and
     /// has not been given an assignment since.
     private var joining = true
-    private var hubUnavailableReason: String?
+    /// Why each hub held as unavailable is, by name.
+    private var unavailableHubs: [String: String] = [:]
     private var deadLetterFailure: String?
     /// Why each dependency that is not answering is not (absent: it answered last time).
     private var dependencyFailures: [String: String] = [:]
@@ -89,12 +92,12 @@ public struct HealthState: Sendable, Equatable {
         if owned.isEmpty { joining = true }
     }
 
-    public mutating func hubUnavailable(reason: String) {
-        hubUnavailableReason = reason
+    public mutating func hubUnavailable(_ hub: String = "hub", reason: String) {
+        unavailableHubs[hub] = reason
     }
 
-    public mutating func hubAvailable() {
-        hubUnavailableReason = nil
+    public mutating func hubAvailable(_ hub: String = "hub") {
+        unavailableHubs[hub] = nil
     }
 
     public mutating func deadLetterWriteFailed(reason: String) {
@@ -121,14 +124,16 @@ public struct HealthState: Sendable, Equatable {
             return Verdict(checks: [Check(name: "process", passed: true, detail: "running")])
         }
         let still = now - lastPollProgressAt
-        return Verdict(checks: [
-            Check(
-                name: "pollLoop",
-                passed: still <= configuration.pollStallLimit,
-                detail: still <= configuration.pollStallLimit ? "turning" : "no turn for \(still.components.seconds) s"
-            ),
-            hubCheck,
-        ])
+        return Verdict(
+            checks: [
+                Check(
+                    name: "pollLoop",
+                    passed: still <= configuration.pollStallLimit,
+                    detail: still <= configuration.pollStallLimit
+                        ? "turning" : "no turn for \(still.components.seconds) s"
+                )
+            ] + hubChecks
+        )
     }
 
     /// `GET /readyz`: alive, and able to do its work now.
@@ -157,9 +162,21 @@ public struct HealthState: Sendable, Equatable {
         return Verdict(checks: checks)
     }
 
-    /// The hub as the engine last judged it: reported, never deciding.
-    private var hubCheck: Check {
-        hubUnavailableReason.map { Check(name: "hub", passed: false, detail: "unavailable: \($0)", decides: false) }
-            ?? Check(name: "hub", passed: true, detail: "available", decides: false)
+    /// The hubs as the engine last judged them: reported, never deciding. One check, `hub`, for
+    /// one hub; one per hub, `hub:<name>`, for several.
+    private var hubChecks: [Check] {
+        guard configuration.hubs.count > 1 else {
+            let reason = unavailableHubs.values.sorted().first
+            return [
+                reason.map { Check(name: "hub", passed: false, detail: "unavailable: \($0)", decides: false) }
+                    ?? Check(name: "hub", passed: true, detail: "available", decides: false)
+            ]
+        }
+        return configuration.hubs.map { hub in
+            unavailableHubs[hub].map {
+                Check(name: "hub:\(hub)", passed: false, detail: "unavailable: \($0)", decides: false)
+            }
+                ?? Check(name: "hub:\(hub)", passed: true, detail: "available", decides: false)
+        }
     }
 }

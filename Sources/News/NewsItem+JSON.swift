@@ -33,6 +33,7 @@ extension NewsItem {
         w.member("expiresAt", expiresAt?.text)
         w.member("sendAt", sendAt?.text)
         w.member("priority", priority?.name)
+        w.member("tenant", tenant)
         if let platforms {
             w.key("platforms")
             w.beginArray()

@@ -40,6 +40,8 @@ public struct NewsItem: Sendable, Equatable {
     public var platforms: [Platform]?
     /// Explicit payloads by platform (never `template`); each implies its platform.
     public var notifications: [Platform: Payload]
+    /// Whose item it is, where one pipeline serves several brands or regions: routes it to a hub.
+    public var tenant: String?
 
     public init(
         id: String,
@@ -58,7 +60,8 @@ public struct NewsItem: Sendable, Equatable {
         sendAt: Timestamp? = nil,
         priority: Priority? = nil,
         platforms: [Platform]? = nil,
-        notifications: [Platform: Payload] = [:]
+        notifications: [Platform: Payload] = [:],
+        tenant: String? = nil
     ) {
         self.id = id
         self.headline = headline
@@ -77,6 +80,7 @@ public struct NewsItem: Sendable, Equatable {
         self.priority = priority
         self.platforms = platforms
         self.notifications = notifications
+        self.tenant = tenant
     }
 
     /// Shared: most items are this, and the planner asks for every one.

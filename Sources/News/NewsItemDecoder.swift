@@ -86,6 +86,10 @@ public struct NewsItemDecoder: Sendable {
         if let sendAt, let expiresAt, sendAt.epochSeconds >= expiresAt.epochSeconds {
             throw .schema("sendAt", "is not before expiresAt: the item would expire before it is sent")
         }
+        let tenant = try optionalString(o, "tenant")
+        if let tenant, !TagSyntax.isTag(tenant) {
+            throw .schema("tenant", "must be 1 to 120 of letters, digits and _@#.:-")
+        }
         let notifications = try payloads(o)
         if secure && !notifications.isEmpty {
             throw .schema("notifications", "cannot be given for a secure item: only its id may go out")
@@ -107,7 +111,8 @@ public struct NewsItemDecoder: Sendable {
             sendAt: sendAt,
             priority: try priority(o),
             platforms: try platformList(o),
-            notifications: notifications
+            notifications: notifications,
+            tenant: tenant
         )
     }
 

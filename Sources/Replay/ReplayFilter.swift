@@ -6,6 +6,8 @@ public struct ReplayFilter: Sendable {
     public var reasons: Set<String> = []
     public var statuses: Set<Int> = []
     public var ids: Set<String> = []
+    /// The names of the hubs the sends failed at (a run with `--routes` names them).
+    public var hubs: Set<String> = []
 
     public init() {}
 
@@ -16,6 +18,7 @@ public struct ReplayFilter: Sendable {
         if !reasons.isEmpty, !reasons.contains(r.reason) { return false }
         if !statuses.isEmpty, !statuses.contains(r.status ?? -1) { return false }
         if !ids.isEmpty, !ids.contains(r.itemID ?? "") { return false }
+        if !hubs.isEmpty, !hubs.contains(r.hub ?? "") { return false }
         return true
     }
 }

@@ -13,6 +13,8 @@ public struct ReplayRecord: Sendable {
     /// `template` or the native platform of the failed send; nil for an invalid message, and in
     /// records written before sends had platforms (all template sends).
     public let platform: String?
+    /// The hub the send failed at, when the run sent to several (`--routes`); else nil.
+    public let hub: String?
     public let message: [UInt8]
     public let sourceTopic: String
     public let sourcePartition: Int32
@@ -53,6 +55,7 @@ public struct ReplayRecord: Sendable {
         category = string("category")
         audience = string("audience")
         platform = string("platform")
+        hub = string("hub")
         self.message = Array(message.utf8)
         sourceTopic = topic
         if case .number(let p)? = source["partition"] { sourcePartition = Int32(p) } else { sourcePartition = 0 }

@@ -42,6 +42,7 @@ final class ReplaySender: Sender {
                 scheduledAt: work.send.scheduledAt
             )
             ledger?.record(
+                hub: client.configuration.resourceURI,
                 itemID: work.item.id,
                 platform: work.send.platform,
                 audience: work.send.tagExpression,

@@ -95,8 +95,8 @@ public final class Replayer: Service, Sendable {
             configuration: shell,
             metrics: metrics,
             observer: PipelineObserver(
-                hubUnavailable: { hubWatch.unavailable($0) },
-                hubAvailable: { hubWatch.available() }
+                hubUnavailable: { hubWatch.unavailable($1) },
+                hubAvailable: { _ in hubWatch.available() }
             ),
             logger: logger,
             clock: ContinuousClock()

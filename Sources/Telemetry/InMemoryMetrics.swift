@@ -50,6 +50,11 @@ public final class InMemoryMetrics: MetricsFactory, Sendable {
             return merged
         }
         public func meter(_ label: String) -> Double { meters.filter { $0.key.label == label }.values.reduce(0, +) }
+
+        /// Meter `label` summed over the meters whose `dimension` is `value`.
+        public func meter(_ label: String, _ dimension: String, _ value: String) -> Double {
+            meters.filter { $0.key.label == label && $0.key.dimension(dimension) == value }.values.reduce(0, +)
+        }
     }
 
     private let counters = Mutex<[Key: CounterBox]>([:])

@@ -244,7 +244,7 @@ import Testing
         /// The one send the preparer makes of a request.
         func send(for request: CanaryRequest) throws -> NewsSend {
             var preparer = self.preparer
-            guard case .sends(let sends, let priority, _) = preparer.prepare(message(.request(request))),
+            guard case .sends(let sends, let priority, _, _) = preparer.prepare(message(.request(request))),
                 sends.count == 1
             else {
                 throw CanaryTestError.notPlanned
@@ -381,7 +381,7 @@ import Testing
             ) {
             case .done: break
             case .deadLetter: Issue.record("a canary record was dead-lettered")
-            case .sends(let sends, let priority, let freshFor):
+            case .sends(let sends, let priority, let freshFor, _):
                 planned += 1
                 // On through the rest of its life: accepted (its latency computed), then its deadline.
                 rig.canary.accepted(sends[0], notificationID: "n")

@@ -13,11 +13,12 @@ func record(
     _ offset: Int64,
     sends: [String],
     priority: Priority = .normal,
-    freshFor: Duration? = nil
+    freshFor: Duration? = nil,
+    hub: Int = 0
 ) -> Engine.Record {
     Engine.Record(
         position: RecordPosition(partition, offset: offset),
-        work: .sends(sends, priority: priority, freshFor: freshFor)
+        work: .sends(sends, priority: priority, freshFor: freshFor, hub: hub)
     )
 }
 

@@ -45,7 +45,7 @@ import Testing
             (#"{"id":"d","headline":"h","priority":"bulk"}"#, "news.world", .bulk),
         ]
         for (json, topic, expected) in cases {
-            guard case .sends(let sends, let priority, _) = p.prepare(message(json, topic: topic)) else {
+            guard case .sends(let sends, let priority, _, _) = p.prepare(message(json, topic: topic)) else {
                 Issue.record("\(json) was not planned")
                 continue
             }
@@ -65,7 +65,7 @@ import Testing
         #expect(record.reason == "stale")
         #expect(record.error.contains("601 s ago"), "\(record.error)")
         guard
-            case .sends(let sends, _, let freshFor) = p.prepare(
+            case .sends(let sends, _, let freshFor, _) = p.prepare(
                 message(#"{"id":"young","headline":"h"}"#, producedSecondsAgo: 100)
             )
         else {
@@ -80,7 +80,7 @@ import Testing
         var p = try preparer(maxAge: .seconds(60))
         // Two hours old but expiring in an hour: its own expiry decides.
         guard
-            case .sends(_, _, let freshFor) = p.prepare(
+            case .sends(_, _, let freshFor, _) = p.prepare(
                 message(
                     #"{"id":"e","headline":"h","expiresAt":"2027-01-15T09:00:00Z"}"#,
                     producedSecondsAgo: 7200
@@ -93,7 +93,7 @@ import Testing
         #expect(freshFor == .seconds(Timestamp(rfc3339: "2027-01-15T09:00:00Z")!.epochSeconds - Self.now))
         var unbounded = try preparer(maxAge: nil)
         guard
-            case .sends(let sends, _, let none) = unbounded.prepare(
+            case .sends(let sends, _, let none, _) = unbounded.prepare(
                 message(#"{"id":"u","headline":"h"}"#, producedSecondsAgo: 86_400)
             )
         else {

@@ -17,7 +17,7 @@ import Testing
     struct FakeLedger: DeliveryLedger {
         let log: Log
         let held: [RecordedSend]
-        func record(itemID: String, platform: String, audience: String, source: TopicPartition) {
+        func record(hub: String, itemID: String, platform: String, audience: String, source: TopicPartition) {
             log.add("record \(itemID)")
         }
         func recorded(for partitions: [TopicPartition]) -> [RecordedSend] {

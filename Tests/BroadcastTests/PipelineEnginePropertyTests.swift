@@ -5,8 +5,8 @@ import PropertyBased
 import Synchronization
 import Testing
 
-/// Random interleavings of every event the engine hears, records of every priority on partitions
-/// that are paused and resumed as their lanes fill and drain. Ground truth is kept here, outside the
+/// Random interleavings of every event the engine hears, records of every priority for two hubs on
+/// partitions that are paused and resumed as their lanes fill and drain. Ground truth is kept here, outside the
 /// engine: which sends of which record were delivered or stored as dead letters.
 @Suite struct PipelineEnginePropertyTests {
     /// A test-side model of what really happened to each record.
@@ -108,7 +108,10 @@ import Testing
                             offset,
                             sends: sends,
                             priority: priority,
-                            freshFor: arg % 5 == 0 ? .milliseconds(300) : nil
+                            freshFor: arg % 5 == 0 ? .milliseconds(300) : nil,
+                            // Two hubs, one partition's records going to either: each hub held,
+                            // probed and paced on its own, the offsets the engine's.
+                            hub: (arg / 3 + Int(offset)) % 2
                         )
                     )
                 }

@@ -144,7 +144,7 @@ import Testing
         for id in firstWave {
             done.add(e.sendFinished(id, .hubUnavailable(reason: "unauthorized (HTTP 401)"), now: .seconds(1)))
         }
-        #expect(e.hub == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"))
+        #expect(e.hub() == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"))
         #expect(done.hubUnavailable == 1, "reported once, not once per send")
         #expect(done.deadLetters.isEmpty)
         #expect(done.sends.count == 8, "nothing starts until the probe is due")
@@ -160,7 +160,7 @@ import Testing
         #expect(done.sends.count == 10)
         // The credentials are fixed: the probe succeeds and the pool fills again.
         done.add(e.sendFinished(second.id, .delivered, now: .seconds(12)))
-        #expect(e.hub == .available)
+        #expect(e.hub() == .available)
         #expect(done.hubAvailable == 1)
         #expect(e.sendsInFlight == 8)
         #expect(done.deadLetters.isEmpty)
@@ -177,7 +177,7 @@ import Testing
         )
         // A canary past its deadline ends without a request: no word about the hub.
         done.add(e.sendFinished(done.id(of: "s0")!, .finishedElsewhere, now: .seconds(1)))
-        #expect(e.hub == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"), "the outage goes on")
+        #expect(e.hub() == .unavailable(since: .seconds(1), reason: "unauthorized (HTTP 401)"), "the outage goes on")
         #expect(done.hubAvailable == 0)
         #expect(e.committable == [TopicPartitionOffset(p0, offset: 1)], "its record is done")
     }
@@ -333,12 +333,12 @@ import Testing
         #expect(done.sends.count == 9)
         // One attempt timed out and its send retries: nothing new starts meanwhile.
         done.add(e.attemptGotNoAnswer(reason: "timeout: no answer from the hub", now: .seconds(30)))
-        #expect(e.hub == .unavailable(since: .seconds(30), reason: "timeout: no answer from the hub"))
+        #expect(e.hub() == .unavailable(since: .seconds(30), reason: "timeout: no answer from the hub"))
         #expect(done.hubUnavailable == 1)
         done.add(e.attemptGotNoAnswer(reason: "timeout: no answer from the hub", now: .seconds(31)))
         #expect(done.hubUnavailable == 1, "reported once")
         done.add(e.sendFinished(done.id(of: "s1")!, .delivered, now: .seconds(31)))
-        #expect(e.hub == .available, "an answer proves the hub is back")
+        #expect(e.hub() == .available, "an answer proves the hub is back")
         #expect(done.hubAvailable == 1)
         #expect(done.sends.count == 10)
     }
@@ -351,7 +351,7 @@ import Testing
         done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
         done.add(e.sendFinished(done.id(of: "s0")!, .delivered, now: .milliseconds(100)))
         done.add(e.attemptGotNoAnswer(reason: "transport: connection reset", now: .milliseconds(150)))
-        #expect(e.hub == .available)
+        #expect(e.hub() == .available)
         let started = done.sends.count
         done.add(
             e.sendFinished(
@@ -361,7 +361,7 @@ import Testing
             )
         )
         #expect(
-            e.hub == .available && done.hubUnavailable == 0,
+            e.hub() == .available && done.hubUnavailable == 0,
             "one unanswered send among answered ones paused the hub"
         )
         #expect(
@@ -376,7 +376,7 @@ import Testing
                 now: .milliseconds(300)
             )
         )
-        #expect(e.hub == .unavailable(since: .milliseconds(300), reason: "unauthorized (HTTP 401)"))
+        #expect(e.hub() == .unavailable(since: .milliseconds(300), reason: "unauthorized (HTTP 401)"))
     }
 
     /// A hub that never answered is unavailable once its silence has lasted the window, not at the
@@ -387,7 +387,7 @@ import Testing
         done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
         for second in [0, 1, 3] {
             done.add(e.attemptGotNoAnswer(reason: "transport: connection refused", now: .seconds(second)))
-            #expect(e.hub == .available, "unavailable after \(second) s of silence")
+            #expect(e.hub() == .available, "unavailable after \(second) s of silence")
         }
         done.add(
             e.sendFinished(
@@ -396,15 +396,15 @@ import Testing
                 now: .seconds(4)
             )
         )
-        #expect(e.hub == .available)
+        #expect(e.hub() == .available)
         done.add(e.attemptGotNoAnswer(reason: "transport: connection refused", now: .seconds(5)))
         #expect(
-            e.hub == .unavailable(since: .seconds(5), reason: "transport: connection refused")
+            e.hub() == .unavailable(since: .seconds(5), reason: "transport: connection refused")
                 && done.hubUnavailable == 1
         )
 
         done.add(e.sendFinished(done.id(of: "s1")!, .delivered, now: .seconds(6)))
-        #expect(e.hub == .available && done.hubAvailable == 1)
+        #expect(e.hub() == .available && done.hubAvailable == 1)
         done.add(
             e.sendFinished(
                 done.id(of: "s2")!,
@@ -413,7 +413,7 @@ import Testing
             )
         )
         #expect(
-            e.hub == .unavailable(since: .seconds(40), reason: "timeout: no answer"),
+            e.hub() == .unavailable(since: .seconds(40), reason: "timeout: no answer"),
             "34 s of silence, then a send no attempt of which was answered"
         )
     }

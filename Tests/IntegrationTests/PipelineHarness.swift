@@ -32,10 +32,7 @@ final class PipelineHarness: Sendable {
         try? FileManager.default.removeItem(at: dlq)
     }
 
-    var emulatorURL: String {
-        let port = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
-        return "http://127.0.0.1:\(port)/"
-    }
+    var emulatorURL: String { Self.url(of: emulator) }
 
     /// A client of the emulator's hub, as an app backend registering devices would have.
     func hubClient() throws -> NotificationHubClient {
@@ -123,10 +120,19 @@ final class PipelineHarness: Sendable {
     }
 
     /// Sends the emulator accepted so far.
-    func acceptedSends() async throws -> Int {
-        let result = try await ChildProcess.run("curl", ["-sf", emulatorURL + "_emulator/stats"])
+    func acceptedSends() async throws -> Int { try await Self.acceptedSends(at: emulatorURL) }
+
+    /// Sends the emulator at `url` (its base, ending in `/`) accepted so far.
+    static func acceptedSends(at url: String) async throws -> Int {
+        let result = try await ChildProcess.run("curl", ["-sf", url + "_emulator/stats"])
         let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         return (json?["statusCounts"] as? [String: Int])?["201"] ?? 0
+    }
+
+    /// The base URL of an emulator process, from the connection string it printed first.
+    static func url(of emulator: ServerProcess) -> String {
+        let port = emulator.firstLine.split(separator: ":").dropFirst(2).first?.split(separator: "/").first ?? ""
+        return "http://127.0.0.1:\(port)/"
     }
 
     /// The emulator's count of answers it gave with status 500 (faults included).
@@ -161,11 +167,13 @@ final class PipelineHarness: Sendable {
         try start(replayArguments(arguments))
     }
 
-    private func start(_ arguments: [String]) throws -> Background {
+    /// `hubcast` with these arguments in the background; `environment` nil: the harness's (its
+    /// connection string).
+    func start(_ arguments: [String], environment: [String: String]? = nil) throws -> Background {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment ?? self.environment) { $1 }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -256,7 +256,7 @@ import TextFormats
         let result = await finished
         let stderr = result.stderr, stdout = result.stdout
         #expect(result.status == 0, "\(stderr.suffix(3000))")
-        #expect(stderr.contains("The hub is unavailable: sends are held"))
+        #expect(stderr.contains("The hub is unavailable: its sends are held"))
         // One assignment and one revoke (at exit): the member never left its group during the outage.
         #expect(stderr.components(separatedBy: "Partitions revoked").count - 1 == 1, "\(stderr.suffix(3000))")
         #expect(stderr.components(separatedBy: "Partitions assigned").count - 1 == 1)

@@ -20,6 +20,8 @@ public struct DeadLetterRecord: Sendable {
     public var audience: String?
     /// `template` or the native platform of the failed send; nil for an invalid message.
     public var platform: String?
+    /// The name of the hub the send failed at, when the pipeline sends to several; else nil.
+    public var hub: String?
     public var topic: String
     public var partition: Int32
     public var offset: Int64
@@ -37,6 +39,7 @@ public struct DeadLetterRecord: Sendable {
         category: String? = nil,
         audience: String? = nil,
         platform: String? = nil,
+        hub: String? = nil,
         source: KafkaMessage,
         firstAttemptAt: Double? = nil,
         lastAttemptAt: Double? = nil,
@@ -51,6 +54,7 @@ public struct DeadLetterRecord: Sendable {
         self.category = category
         self.audience = audience
         self.platform = platform
+        self.hub = hub
         topic = source.topic
         partition = source.partition
         offset = source.offset
@@ -74,6 +78,7 @@ public struct DeadLetterRecord: Sendable {
         w.key("audience")
         if let audience { w.string(audience) } else { w.null() }
         w.member("platform", platform)
+        if let hub { w.member("hub", hub) }
         w.key("source")
         w.beginObject()
         w.member("topic", topic)

@@ -41,7 +41,11 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         /// How long a revoke may hold the consumer for the engine's answer; nil: the engine's own
         /// revoke timeout and 5 s for the loop to get to it. Past it the partitions go uncommitted.
         public var revokeLimit: Duration?
+        /// The hubs' names by hub number, for logs and the observer; empty: one hub, named `hub`.
+        public var hubNames: [String] = []
         public init() {}
+
+        func hubName(_ hub: Int) -> String { hubNames.indices.contains(hub) ? hubNames[hub] : "hub" }
     }
 
     let source: any RecordSource
@@ -131,14 +135,17 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
 
     // `run` is called through `Service`, so without this every event, action and send of the
     // news pipeline ran as unspecialised generic code (runtime metadata lookups in the profile).
-    @_specialize(exported:false,where Preparer == NewsPreparer, Delivery == HubSender, C == ContinuousClock)
+    @_specialize(exported:false,where Preparer == NewsPreparer, Delivery == HubRouter, C == ContinuousClock)
     public func run() async throws {
         await withGracefulShutdownHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask { await self.tick() }
                 var engine = Engine(configuration: configuration.engine)
                 var preparer = self.preparer
-                var book = quota.map { QuotaShare(instance: $0.instance, hub: $0.hub, configuration: $0.share) }
+                // One book per hub: the instances sending to it, as their reports tell (none: pace alone).
+                var books =
+                    quota.map { q in q.hubs.map { QuotaShare(instance: q.instance, hub: $0, configuration: q.share) } }
+                    ?? []
                 var finished = await perform(engine.started(now: now()), engine: engine, group: &group)
                 // The pacer's next token, when a send waits for one: a timer wakes the engine then,
                 // finer than the tick. One timer at a time; a later one is left to run out.
@@ -147,7 +154,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 while await events.take(into: &batch) {
                     for (event, time) in batch where !finished {
                         if case .wake(let at) = event, at == wake { wake = nil }
-                        let actions = handle(event, at: time, engine: &engine, preparer: &preparer, book: &book)
+                        let actions = handle(event, at: time, engine: &engine, preparer: &preparer, books: &books)
                         finished = await perform(actions, engine: engine, group: &group)
                     }
                     if !finished, let time = batch.last?.1, let at = engine.wakeAt(now: time),
@@ -176,7 +183,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         at now: Duration,
         engine: inout Engine,
         preparer: inout Preparer,
-        book: inout QuotaShare?
+        books: inout [QuotaShare]
     ) -> [Engine.Action] {
         switch event {
         case .fetched(.records(let messages)):
@@ -204,8 +211,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         case .deadLetterWritten(let id, let stored):
             if stored { metrics.deadLettered.increment() }
             return engine.deadLetterWritten(id, stored: stored, now: now)
-        case .attemptFailed(.noAnswer(let reason)):
-            return engine.attemptGotNoAnswer(reason: reason, now: now)
+        case .attemptFailed(.noAnswer(let reason, let hub)):
+            return engine.attemptGotNoAnswer(reason: reason, hub: hub, now: now)
         case .commitFinished(let offsets, let succeeded):
             engine.commitFinished(offsets, succeeded: succeeded)
             return []
@@ -215,16 +222,19 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             refreshGauges(engine)
             return []
         case .quotaReport(let report):
-            book?.heard(report, now: now)
+            for h in books.indices { books[h].heard(report, now: now) }
             return []
         case .shareQuota:
-            guard let quota, var shares = book else { return [] }
-            let report = report(engine, quota, now: now, leaving: false)
-            quota.exchange.publish(report)
-            let group = shares.group(demand: report.demand, taken: report.taken, rate: report.rate, now: now)
-            metrics.quotaPeers.set(shares.others(now: now))
-            book = shares
-            return engine.shareHub(group, now: now)
+            guard let quota else { return [] }
+            var actions: [Engine.Action] = []
+            for h in books.indices where h < engine.hubCount {
+                let report = report(engine, quota, hub: h, now: now, leaving: false)
+                quota.exchange.publish(report)
+                let group = books[h].group(demand: report.demand, taken: report.taken, rate: report.rate, now: now)
+                hubMetrics(h).quotaPeers.set(books[h].others(now: now))
+                actions += engine.shareHub(group, hub: h, now: now)
+            }
+            return actions
         case .shutdown:
             logger.info("Shutdown requested", metadata: ["sendsInFlight": "\(engine.sendsInFlight)"])
             return engine.shutdownRequested(now: now)
@@ -264,20 +274,23 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 }
             case .completeRevoke(let id, let offsets):
                 revokes.complete(id, commit: offsets)
-            case .reportHubUnavailable(let reason, let since):
-                metrics.hubAvailable.set(0)
-                observer.hubUnavailable(reason)
+            case .reportHubUnavailable(let hub, let reason, let since):
+                hubMetrics(hub).hubAvailable.set(0)
+                observer.hubUnavailable(configuration.hubName(hub), reason)
                 logger.error(
-                    "The hub is unavailable: sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it",
-                    metadata: ["reason": "\(reason)", "forSeconds": "\((now() - since).components.seconds)"]
+                    "The hub is unavailable: its sends are held and its items wait until a probe succeeds; nothing is dead-lettered for it",
+                    metadata: [
+                        "hub": "\(configuration.hubName(hub))", "reason": "\(reason)",
+                        "forSeconds": "\((now() - since).components.seconds)",
+                    ]
                 )
-            case .reportHubAvailable(let after, let heldSends, let failedProbes):
-                metrics.hubAvailable.set(1)
-                observer.hubAvailable()
+            case .reportHubAvailable(let hub, let after, let heldSends, let failedProbes):
+                hubMetrics(hub).hubAvailable.set(1)
+                observer.hubAvailable(configuration.hubName(hub))
                 logger.info(
                     "The hub is available again",
                     metadata: [
-                        "afterSeconds": "\(after.components.seconds)",
+                        "hub": "\(configuration.hubName(hub))", "afterSeconds": "\(after.components.seconds)",
                         "heldSends": "\(heldSends)", "failedProbes": "\(failedProbes)",
                     ]
                 )
@@ -290,7 +303,11 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 sender.abandonStarted()
             case .finish(let offsets):
                 // The others take this instance's share now, not when its reports age.
-                if let quota { quota.exchange.publish(report(engine, quota, now: now(), leaving: true)) }
+                if let quota {
+                    for h in quota.hubs.indices where h < engine.hubCount {
+                        quota.exchange.publish(report(engine, quota, hub: h, now: now(), leaving: true))
+                    }
+                }
                 refreshGauges(engine)
                 group.cancelAll()
                 sender.abandonStarted()
@@ -307,25 +324,37 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
         logger.debug("The source did not pause or resume", metadata: ["error": "\(error)"])
     }
 
-    private func report(_ engine: Engine, _ quota: QuotaSharing, now: Duration, leaving: Bool) -> QuotaReport {
-        let pace = engine.pace
+    private func report(
+        _ engine: Engine,
+        _ quota: QuotaSharing,
+        hub: Int,
+        now: Duration,
+        leaving: Bool
+    ) -> QuotaReport {
+        let pace = engine.pace(hub: hub)
         return QuotaReport(
             instance: quota.instance,
-            hub: quota.hub,
+            hub: quota.hubs[hub],
             accepted: pace.ownAcceptedPerSecond(now: now),
             taken: pace.ownTakenPerSecond(now: now),
-            demand: engine.paceDemand(now: now),
+            demand: engine.paceDemand(now: now, hub: hub),
             rate: pace.hubRate(now: now),
             leaving: leaving
         )
     }
 
+    /// A hub's metrics; a hub the metrics were not told of counts as the first.
+    private func hubMetrics(_ hub: Int) -> HubMetrics { metrics.hubs[metrics.hubs.indices.contains(hub) ? hub : 0] }
+
     private func refreshGauges(_ engine: Engine) {
-        let now = now(), pace = engine.pace
-        metrics.paceRate.set(pace.rate(now: now) ?? 0)
-        metrics.paceHubRate.set(pace.hubRate(now: now) ?? 0)
-        metrics.paceShare.set(pace.group.share)
-        metrics.paceDemand.set(engine.paceDemand(now: now))
+        let now = now()
+        for hub in 0..<min(engine.hubCount, metrics.hubs.count) {
+            let pace = engine.pace(hub: hub), gauges = metrics.hubs[hub]
+            gauges.paceRate.set(pace.rate(now: now) ?? 0)
+            gauges.paceHubRate.set(pace.hubRate(now: now) ?? 0)
+            gauges.paceShare.set(pace.group.share)
+            gauges.paceDemand.set(engine.paceDemand(now: now, hub: hub))
+        }
         metrics.inFlight.set(engine.sendsInFlight)
         metrics.concurrency.set(engine.limit)
         metrics.lag.set(source.lag)

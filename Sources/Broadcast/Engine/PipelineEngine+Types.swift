@@ -17,10 +17,13 @@ public struct RecordPosition: Hashable, Sendable, CustomStringConvertible {
 extension PipelineEngine {
     /// How the engine batches, bounds, commits and waits.
     public struct Configuration: Sendable {
-        /// Sends in flight at most: a cap; the pacer's rate is what adapts to the hub.
+        /// Sends in flight at most, per hub: a cap; the pacer's rate is what adapts to the hub.
         public var maxInFlight = 64
         /// How sends are paced to the hub's quota (learnt from throttling, or a known `maxRate`).
         public var pacing = HubPacer.Configuration()
+        /// Each hub's pacing, by hub number, when the engine sends to several with different
+        /// quotas; empty: `pacing` for every hub.
+        public var hubPacing: [HubPacer.Configuration] = []
         /// Records asked of the source at once.
         public var batchSize = 500
         /// Jobs waiting for a slot before the engine stops asking the source for more: the
@@ -51,6 +54,10 @@ extension PipelineEngine {
         public var stopWhenIdle: Duration?
 
         public init() {}
+
+        func pacing(ofHub hub: Int) -> HubPacer.Configuration {
+            hubPacing.indices.contains(hub) ? hubPacing[hub] : pacing
+        }
     }
 
     /// Identifies a send or a dead-letter write handed to the shell.
@@ -65,8 +72,9 @@ extension PipelineEngine {
         /// Invalid input: store it in the dead-letter sink.
         case deadLetter(DeadLetterRecord)
         /// These sends, each to be delivered or dead-lettered; `freshFor`: how long they may still
-        /// start (a stale send still starts, without a token, for the sender to dead-letter).
-        case sends([Send], priority: Priority = .normal, freshFor: Duration? = nil)
+        /// start (a stale send still starts, without a token, for the sender to dead-letter);
+        /// `hub`: the number of the hub they go to.
+        case sends([Send], priority: Priority = .normal, freshFor: Duration? = nil, hub: Int = 0)
     }
 
     public struct Record: Sendable {
@@ -111,9 +119,9 @@ extension PipelineEngine {
         case commit([TopicPartitionOffset])
         /// Commit these synchronously, then let the revoked partitions go.
         case completeRevoke(RevokeID, commit: [TopicPartitionOffset])
-        case reportHubUnavailable(reason: String, since: Duration)
+        case reportHubUnavailable(hub: Int, reason: String, since: Duration)
         /// The hub answered again; `heldSends` were waiting for it, `failedProbes` had found it still down.
-        case reportHubAvailable(after: Duration, heldSends: Int, failedProbes: Int)
+        case reportHubAvailable(hub: Int, after: Duration, heldSends: Int, failedProbes: Int)
         /// Cancel every job still running (their outcomes no longer matter).
         case cancelInFlight
         /// Flush the dead-letter sink, commit these offsets, and stop.

@@ -3,7 +3,12 @@ import Kafka
 import News
 
 /// The pipeline's decisions, as a value: which sends start, which offsets are committed, when
-/// partitions may leave, when the hub is held and probed, and when the run is over.
+/// partitions may leave, when a hub is held and probed, and when the run is over.
+///
+/// Sends go to one hub or several (`Work.sends(…, hub:)`, a small integer). Each hub has its own
+/// line: its state (held and probed while unavailable), its pacer, its lanes, its throttled sends
+/// and its in-flight limit, so one hub throttled or down holds only the sends routed to it.
+/// Offsets, partitions and revokes are the engine's, whatever hub a record's sends go to.
 ///
 /// Every method takes one event (with the time it happened, measured from any fixed origin) and
 /// returns the actions the shell must perform. No I/O, no clock and no locks inside: the same
@@ -24,6 +29,8 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         var priority: Priority = .normal
         /// Its partition's place in the lanes.
         var slot = 0
+        /// The hub it goes to (its line); 0 for dead-letter writes.
+        var hub = 0
         /// When the send may no longer go: starting it then spends no token (the sender dead-letters it).
         var staleAt: Duration?
         var age: Int { id }
@@ -45,9 +52,42 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         let deadline: Duration
     }
 
+    /// One hub's share of the engine: what it holds, paces and probes.
+    private struct HubLine: Sendable {
+        var state: HubState = .available
+        var pacer: HubPacer
+        /// Sends waiting for a slot and a token: by priority, partitions in turn; those that must
+        /// go again (hub unavailable, throttled) first in their partition.
+        var lanes: SendLanes<Job>
+        /// Throttled sends, each until its own `Retry-After` is over (then back in its lane), in that order.
+        var throttledQueue: Deque<(notBefore: Duration, job: Job)> = []
+        /// Its sends running, orphaned ones too: a request holds its slot until it ends.
+        var inFlight = 0
+        /// When its first send started: until a second later, its unpaced rate is not known.
+        var firstSendAt: Duration?
+        var nextProbeAt: Duration = .zero
+        var lastReportAt: Duration = .zero
+        /// When the hub last answered anything (a send accepted, refused or throttled), or, before
+        /// it ever did, when the first attempt went unanswered: the start of its silence.
+        var lastAnswerAt: Duration?
+        var failedProbes = 0
+
+        init(pacing: HubPacer.Configuration, reserveEvery: Int) {
+            pacer = HubPacer(configuration: pacing)
+            lanes = SendLanes(reserveEvery: reserveEvery)
+        }
+
+        var waiting: Int { lanes.count + throttledQueue.count }
+
+        /// Sends not started: they stay unfinished, read again by the next owner or after a restart.
+        mutating func dropWaiting() {
+            lanes.removeAll()
+            throttledQueue.removeAll()
+        }
+    }
+
     public let configuration: Configuration
     public private(set) var phase: Phase = .running
-    public private(set) var hub: HubState = .available
 
     private var tracker = OffsetTracker()
     private var owned: Set<TopicPartition> = []
@@ -58,39 +98,30 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     private var groups: [String: Int] = [:]
     /// Slots the engine asked the source to pause: their lanes hold more than enough.
     private var pausedSlots: Set<Int> = []
-    /// When the first send started: until a second later, the unpaced rate is not known.
-    private var firstSendAt: Duration?
     /// Jobs per unfinished record; the record is finished when its count reaches zero.
     private var remaining: [RecordPosition: Int] = [:]
     /// Records whose dead-letter write failed: never finished, so never committed past, in this process.
     private var stuck: Set<RecordPosition> = []
-    /// Sends waiting for a slot and a token: by priority, partitions in turn; those that must go
-    /// again (hub unavailable, throttled) first in their partition.
-    private var lanes: SendLanes<Job>
-    /// Throttled sends, each until its own `Retry-After` is over (then back in its lane), in that order.
-    private var throttledQueue: Deque<(notBefore: Duration, job: Job)> = []
+    /// Each hub's line, indexed by the hub's number.
+    private var hubs: [HubLine]
     private var deadLetterQueue: Deque<Job> = []
     private var running: [JobID: Running] = [:]
     private var revokes: [RevokeID: PendingRevoke] = [:]
-    private var pacer: HubPacer
     private var nextJobID: JobID = 0
     private var fetching = false
     /// The source said nothing more will come: finish once everything taken is done.
     private var exhausted = false
     private var committing = false
     private var nextCommitAt: Duration = .zero
-    private var nextProbeAt: Duration = .zero
-    private var lastHubReportAt: Duration = .zero
-    /// When the hub last answered anything (a send accepted, refused or throttled), or, before it
-    /// ever did, when the first attempt went unanswered: the start of its silence.
-    private var lastAnswerAt: Duration?
-    private var failedProbes = 0
     private var lastActivityAt: Duration?
+    /// Dead-letter writes running: they hold slots of their own, not a hub's.
+    private var deadLettersRunning = 0
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        pacer = HubPacer(configuration: configuration.pacing)
-        lanes = SendLanes(reserveEvery: configuration.reserveEvery)
+        hubs = (0..<max(1, configuration.hubPacing.count)).map {
+            HubLine(pacing: configuration.pacing(ofHub: $0), reserveEvery: configuration.reserveEvery)
+        }
     }
 
     // MARK: What the shell reads (metrics, readiness)
@@ -98,38 +129,46 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// Sends started and not yet ended (dead-letter writes not included).
     public var sendsInFlight: Int { running.values.count { $0.isSend && !$0.orphaned } }
     /// Jobs waiting for a slot.
-    public var queued: Int { lanes.count + throttledQueue.count + deadLetterQueue.count }
+    public var queued: Int { hubs.reduce(deadLetterQueue.count) { $0 + $1.waiting } }
     /// Sends waiting to start, of one priority (not those waiting for their `Retry-After`).
-    public func queued(_ priority: Priority) -> Int { lanes.count(of: priority) }
+    public func queued(_ priority: Priority) -> Int { hubs.reduce(0) { $0 + $1.lanes.count(of: priority) } }
     /// Partitions paused at the source because their sends waiting are enough for now.
     public var pausedPartitions: [TopicPartition] { pausedSlots.sorted().map { slotPartitions[$0] } }
-    /// Sends allowed in flight.
+    /// Sends allowed in flight, per hub.
     public var limit: Int { configuration.maxInFlight }
-    /// Sends per second allowed now (nil: not paced, the hub has not throttled).
-    public func paceRate(now: Duration) -> Double? { pacer.rate(now: now) }
-    /// The pacer, for what it measured and decided (reports to other instances, gauges).
-    public var pace: HubPacer { pacer }
+    /// How many hubs the engine sends to (their numbers are 0..<hubCount).
+    public var hubCount: Int { hubs.count }
+    /// A hub's state.
+    public func hub(_ hub: Int = 0) -> HubState { hubs[hub].state }
+    /// Sends per second allowed now to a hub (nil: not paced, the hub has not throttled).
+    public func paceRate(now: Duration, hub: Int = 0) -> Double? { hubs[hub].pacer.rate(now: now) }
+    /// A hub's pacer, for what it measured and decided (reports to other instances, gauges).
+    public func pace(hub: Int = 0) -> HubPacer { hubs[hub].pacer }
 
-    /// Sends per second this instance could use: what it starts, and what waits for a token or
-    /// for a throttle's `Retry-After` (as if it were to go within the next second).
-    public func paceDemand(now: Duration) -> Double {
-        pacer.ownTakenPerSecond(now: now) + Double(lanes.count + throttledQueue.count)
+    /// Sends per second this instance could use at a hub: what it starts, and what waits for a
+    /// token or for a throttle's `Retry-After` (as if it were to go within the next second).
+    public func paceDemand(now: Duration, hub: Int = 0) -> Double {
+        hubs[hub].pacer.ownTakenPerSecond(now: now) + Double(hubs[hub].waiting)
     }
 
     /// Other instances send to the same hub: from now on this one sends its share.
-    public mutating func shareHub(_ group: HubPacer.Group, now: Duration) -> [Action] {
-        pacer.share(group, now: now)
+    public mutating func shareHub(_ group: HubPacer.Group, hub: Int = 0, now: Duration) -> [Action] {
+        hubs[hub].pacer.share(group, now: now)
         return settle(now: now)
     }
 
     /// When the shell must wake the engine (with `tick`) although no event came: a send waits for
-    /// the pacer's next token, or a throttled one for its `Retry-After`. nil: no wait, or one that
+    /// a pacer's next token, or a throttled one for its `Retry-After`. nil: no wait, or one that
     /// an event or the regular tick ends.
     public func wakeAt(now: Duration) -> Duration? {
-        guard phase == .running, running.count < limit else { return nil }
-        let retryAt = throttledQueue.first?.notBefore
-        guard !lanes.isEmpty, let token = pacer.nextTokenAt(now: now) else { return retryAt }
-        return min(token, retryAt ?? token)
+        guard phase == .running else { return nil }
+        var earliest: Duration?
+        for line in hubs where line.inFlight < limit {
+            var at = line.throttledQueue.first?.notBefore
+            if !line.lanes.isEmpty, let token = line.pacer.nextTokenAt(now: now) { at = min(token, at ?? token) }
+            if let at { earliest = min(at, earliest ?? at) }
+        }
+        return earliest
     }
     public func isOwned(_ partition: TopicPartition) -> Bool { owned.contains(partition) }
 
@@ -166,11 +205,11 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         // Sends not started stay unfinished: the next owner reads them from the committed offset.
         for partition in leaving {
             guard let slot = slots[partition] else { continue }
-            lanes.removeAll(slot: slot)
+            for h in hubs.indices { hubs[h].lanes.removeAll(slot: slot) }
             // The source forgets a leaving partition's pause.
             pausedSlots.remove(slot)
         }
-        throttledQueue.removeAll { leaving.contains($0.job.position.partition) }
+        for h in hubs.indices { hubs[h].throttledQueue.removeAll { leaving.contains($0.job.position.partition) } }
         if phase == .finished {
             return [completeRevoke(id, leaving)]
         }
@@ -193,18 +232,20 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
             case .deadLetter(let deadLetter):
                 remaining[position] = 1
                 deadLetterQueue.append(makeJob(position, .deadLetter(deadLetter)))
-            case .sends(let sends, _, _) where sends.isEmpty:
+            case .sends(let sends, _, _, _) where sends.isEmpty:
                 tracker.finished(position.partition, offset: position.offset)
-            case .sends(let sends, let priority, let freshFor):
+            case .sends(let sends, let priority, let freshFor, let hub):
                 remaining[position] = sends.count
                 let slot = slot(of: position.partition)
                 let staleAt = freshFor.map { now + $0 }
+                let h = line(hub)
                 for send in sends {
                     var job = makeJob(position, .send(send))
                     job.priority = priority
                     job.slot = slot
                     job.staleAt = staleAt
-                    lanes.append(job)
+                    job.hub = h
+                    hubs[h].lanes.append(job)
                 }
                 if filled.last != slot { filled.append(slot) }
             }
@@ -233,44 +274,51 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
     public mutating func sendFinished(_ id: JobID, _ outcome: Outcome, now: Duration) -> [Action] {
         guard let run = running.removeValue(forKey: id) else { return settle(now: now) }
+        let h = run.job.hub
+        if run.isSend { hubs[h].inFlight -= 1 }
         var actions: [Action] = []
         switch outcome {
         case .delivered:
-            lastAnswerAt = now
-            pacer.accepted(epoch: run.epoch, now: now)
-            if case .unavailable(let since, _) = hub {
-                hub = .available
+            hubs[h].lastAnswerAt = now
+            hubs[h].pacer.accepted(epoch: run.epoch, now: now)
+            if case .unavailable(let since, _) = hubs[h].state {
+                hubs[h].state = .available
                 actions.append(
-                    .reportHubAvailable(after: now - since, heldSends: lanes.count, failedProbes: failedProbes)
+                    .reportHubAvailable(
+                        hub: h,
+                        after: now - since,
+                        heldSends: hubs[h].lanes.count,
+                        failedProbes: hubs[h].failedProbes
+                    )
                 )
-                failedProbes = 0
+                hubs[h].failedProbes = 0
             }
             jobEnded(run)
         case .failed(let deadLetter):
-            if deadLetter.status != nil { lastAnswerAt = now }
+            if deadLetter.status != nil { hubs[h].lastAnswerAt = now }
             guard !run.orphaned else { break }
             // The send's slot passes to its dead-letter write; the record stays unfinished until stored.
             deadLetterQueue.append(Job(id: run.job.id, position: run.job.position, kind: .deadLetter(deadLetter)))
         case .hubUnavailable(let reason, let noAnswer):
-            if run.isProbe { failedProbes += 1 }
-            switch hub {
-            case .available where noAnswer && !silentLongEnough(now: now):
+            if run.isProbe { hubs[h].failedProbes += 1 }
+            switch hubs[h].state {
+            case .available where noAnswer && !silentLongEnough(h, now: now):
                 // Others are answered: this send goes again, first in line, and nothing pauses.
                 break
             case .available:
-                hub = .unavailable(since: now, reason: reason)
-                lastHubReportAt = now
-                actions.append(.reportHubUnavailable(reason: reason, since: now))
+                hubs[h].state = .unavailable(since: now, reason: reason)
+                hubs[h].lastReportAt = now
+                actions.append(.reportHubUnavailable(hub: h, reason: reason, since: now))
             case .unavailable:
                 break
             }
-            nextProbeAt = now + configuration.probeInterval
+            hubs[h].nextProbeAt = now + configuration.probeInterval
             hold(run)
         case .throttled(let retryAfter):
-            lastAnswerAt = now
+            hubs[h].lastAnswerAt = now
             // This send waits its own Retry-After, never less; the others are the pacer's to pace.
-            let wait = retryAfter ?? configuration.pacing.defaultPause
-            pacer.throttled(epoch: run.epoch, retryAfter: wait, now: now)
+            let wait = retryAfter ?? hubs[h].pacer.configuration.defaultPause
+            hubs[h].pacer.throttled(epoch: run.epoch, retryAfter: wait, now: now)
             holdThrottled(run, until: now + wait)
         case .abandoned:
             break
@@ -283,6 +331,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// A dead-letter write ended; `stored` false means the sink refused it after its retries.
     public mutating func deadLetterWritten(_ id: JobID, stored: Bool, now: Duration) -> [Action] {
         if let run = running.removeValue(forKey: id) {
+            deadLettersRunning -= 1
             if !stored && !run.orphaned { stuck.insert(run.job.position) }
             jobEnded(run)
         }
@@ -294,19 +343,19 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// now, rather than minutes later when every retry of every send in flight has run out. One
     /// dropped connection among answered sends changes nothing. The sends in flight go on; the
     /// first one delivered, or a probe, makes it available again.
-    public mutating func attemptGotNoAnswer(reason: String, now: Duration) -> [Action] {
-        guard hub == .available, silentLongEnough(now: now) else { return [] }
-        hub = .unavailable(since: now, reason: reason)
-        lastHubReportAt = now
-        nextProbeAt = now + configuration.probeInterval
-        return [.reportHubUnavailable(reason: reason, since: now)]
+    public mutating func attemptGotNoAnswer(reason: String, hub h: Int = 0, now: Duration) -> [Action] {
+        guard hubs.indices.contains(h), hubs[h].state == .available, silentLongEnough(h, now: now) else { return [] }
+        hubs[h].state = .unavailable(since: now, reason: reason)
+        hubs[h].lastReportAt = now
+        hubs[h].nextProbeAt = now + configuration.probeInterval
+        return [.reportHubUnavailable(hub: h, reason: reason, since: now)]
     }
 
-    /// Whether the hub has answered nothing for the no-answer window (its silence starts at the
+    /// Whether a hub has answered nothing for the no-answer window (its silence starts at the
     /// first unanswered attempt if it never answered).
-    private mutating func silentLongEnough(now: Duration) -> Bool {
-        let silentSince = lastAnswerAt ?? now
-        if lastAnswerAt == nil { lastAnswerAt = now }
+    private mutating func silentLongEnough(_ h: Int, now: Duration) -> Bool {
+        let silentSince = hubs[h].lastAnswerAt ?? now
+        if hubs[h].lastAnswerAt == nil { hubs[h].lastAnswerAt = now }
         return now - silentSince >= configuration.noAnswerWindow
     }
 
@@ -329,9 +378,12 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
                 actions.append(.commit(offsets))
             }
         }
-        if case .unavailable(let since, let reason) = hub, now - lastHubReportAt >= configuration.hubReportInterval {
-            lastHubReportAt = now
-            actions.append(.reportHubUnavailable(reason: reason, since: since))
+        for h in hubs.indices {
+            guard case .unavailable(let since, let reason) = hubs[h].state,
+                now - hubs[h].lastReportAt >= configuration.hubReportInterval
+            else { continue }
+            hubs[h].lastReportAt = now
+            actions.append(.reportHubUnavailable(hub: h, reason: reason, since: since))
         }
         for (id, revoke) in revokes.sorted(by: { $0.key < $1.key }) where now >= revoke.deadline {
             revokes[id] = nil
@@ -346,8 +398,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         case .running:
             phase = .draining(deadline: now + configuration.drainTimeout)
             // Not started: stays uncommitted and is read again after the restart.
-            lanes.removeAll()
-            throttledQueue.removeAll()
+            for h in hubs.indices { hubs[h].dropWaiting() }
             return settle(now: now)
         case .draining:
             return finish()
@@ -372,16 +423,19 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// the run is stopping.
     private mutating func hold(_ run: Running) {
         guard mayGoAgain(run) else { return }
-        lanes.putBack(run.job)
+        hubs[run.job.hub].lanes.putBack(run.job)
     }
 
     /// A throttled send, held until `notBefore`: the queue stays in that order (the Retry-Afters
     /// of one hub are mostly the same, so this is an append).
     private mutating func holdThrottled(_ run: Running, until notBefore: Duration) {
         guard mayGoAgain(run) else { return }
-        var index = throttledQueue.endIndex
-        while index > throttledQueue.startIndex, throttledQueue[index - 1].notBefore > notBefore { index -= 1 }
-        throttledQueue.insert((notBefore, run.job), at: index)
+        let h = run.job.hub
+        var index = hubs[h].throttledQueue.endIndex
+        while index > hubs[h].throttledQueue.startIndex, hubs[h].throttledQueue[index - 1].notBefore > notBefore {
+            index -= 1
+        }
+        hubs[h].throttledQueue.insert((notBefore, run.job), at: index)
     }
 
     private func mayGoAgain(_ run: Running) -> Bool {
@@ -418,8 +472,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
     private mutating func finish() -> [Action] {
         phase = .finished
-        lanes.removeAll()
-        throttledQueue.removeAll()
+        for h in hubs.indices { hubs[h].dropWaiting() }
         deadLetterQueue.removeAll()
         var actions: [Action] = []
         for (id, revoke) in revokes.sorted(by: { $0.key < $1.key }) {
@@ -471,26 +524,48 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         slotPartitions.append(partition)
         let group = groups[partition.topic] ?? groups.count
         groups[partition.topic] = group
-        lanes.register(slot: slot, group: group)
+        for h in hubs.indices { hubs[h].lanes.register(slot: slot, group: group) }
         return slot
     }
 
-    private var waitingInPaused: Int { pausedSlots.reduce(0) { $0 + lanes.waiting[$1] } }
+    /// The line of hub `hub`, added (with every slot known so far) the first time it is named.
+    private mutating func line(_ hub: Int) -> Int {
+        let h = max(0, hub)
+        while hubs.count <= h {
+            var line = HubLine(
+                pacing: configuration.pacing(ofHub: hubs.count),
+                reserveEvery: configuration.reserveEvery
+            )
+            for (slot, partition) in slotPartitions.enumerated() {
+                line.lanes.register(slot: slot, group: groups[partition.topic] ?? 0)
+            }
+            hubs.append(line)
+        }
+        return h
+    }
 
-    /// Sends one partition may have waiting before it is paused at the source, so that its
-    /// backlog stays in Kafka, not ahead of the other partitions' records in the fetch buffers:
-    /// about `laneSeconds` of its sends at the current pace. nil: no pausing, the pace is too high
-    /// for a lane of at most `maxQueued` to last through a resume (librdkafka refetches a resumed
-    /// partition a second later), or not known yet.
-    func laneLimit(now: Duration) -> Int? {
+    private var waitingInPaused: Int {
+        pausedSlots.reduce(0) { sum, slot in hubs.reduce(sum) { $0 + $1.lanes.waiting[slot] } }
+    }
+
+    /// Sends one partition may have waiting for a hub before it is paused at the source, so that
+    /// its backlog stays in Kafka, not ahead of the other partitions' records in the fetch buffers:
+    /// about `laneSeconds` of its sends at the hub's current pace. nil: no pausing, the pace is too
+    /// high for a lane of at most `maxQueued` to last through a resume (librdkafka refetches a
+    /// resumed partition a second later), or not known yet. A hub held as unavailable sends
+    /// nothing: its partitions pause at `minLaneDepth`, and the other hubs' go on.
+    func laneLimit(hub h: Int = 0, now: Duration) -> Int? {
+        let line = hubs[h]
         let rate: Double
-        if let paced = pacer.rate(now: now) {
+        if case .unavailable = line.state {
+            rate = 0
+        } else if let paced = line.pacer.rate(now: now) {
             rate = paced
         } else {
-            guard let first = firstSendAt, now - first >= .seconds(1) else { return nil }
-            rate = pacer.ownTakenPerSecond(now: now)
+            guard let first = line.firstSendAt, now - first >= .seconds(1) else { return nil }
+            rate = line.pacer.ownTakenPerSecond(now: now)
         }
-        let busy = lanes.waiting.reduce(0) { $0 + ($1 > 0 ? 1 : 0) }
+        let busy = line.lanes.waiting.reduce(0) { $0 + ($1 > 0 ? 1 : 0) }
         let perPartition = rate / Double(max(1, busy))
         let limit = max(
             configuration.minLaneDepth,
@@ -499,23 +574,27 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         return limit <= configuration.maxQueued ? limit : nil
     }
 
-    /// Pauses the partitions that just received enough to last.
+    /// Pauses the partitions that just received enough to last at some hub.
     private mutating func pauseFilled(_ filled: [Int], now: Duration) -> [Action] {
-        guard phase == .running, !filled.isEmpty, let limit = laneLimit(now: now) else { return [] }
+        guard phase == .running, !filled.isEmpty else { return [] }
         var pause: [TopicPartition] = []
-        for slot in filled where lanes.waiting[slot] >= limit && !pausedSlots.contains(slot) {
-            pausedSlots.insert(slot)
-            pause.append(slotPartitions[slot])
+        for h in hubs.indices {
+            guard let limit = laneLimit(hub: h, now: now) else { continue }
+            for slot in filled where hubs[h].lanes.waiting[slot] >= limit && !pausedSlots.contains(slot) {
+                pausedSlots.insert(slot)
+                pause.append(slotPartitions[slot])
+            }
         }
         return pause.isEmpty ? [] : [.pause(pause)]
     }
 
-    /// Resumes paused partitions whose lanes are down to half (a second or more of sends left,
-    /// while the refetch comes), or all of them once the pace no longer calls for pausing.
+    /// Resumes paused partitions whose lanes are down to half at every hub (a second or more of
+    /// sends left, while the refetch comes), or all of them once no pace calls for pausing.
     private mutating func resumeDrained(now: Duration, into actions: inout [Action]) {
-        let limit = phase == .running ? laneLimit(now: now) : nil
+        let limits = hubs.indices.map { phase == .running ? laneLimit(hub: $0, now: now) : nil }
         var resume: [TopicPartition] = []
-        for slot in pausedSlots.sorted() where limit.map({ lanes.waiting[slot] <= $0 / 2 }) ?? true {
+        for slot in pausedSlots.sorted()
+        where hubs.indices.allSatisfy({ h in limits[h].map { hubs[h].lanes.waiting[slot] <= $0 / 2 } ?? true }) {
             pausedSlots.remove(slot)
             resume.append(slotPartitions[slot])
         }
@@ -523,34 +602,45 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     }
 
     private mutating func startJobs(now: Duration, into actions: inout [Action]) {
-        // Dead-letter writes do not touch the hub: they go whatever its state.
-        while running.count < limit, let job = deadLetterQueue.popFirst() {
+        // Dead-letter writes do not touch a hub: they go whatever its state, in slots of their own.
+        while deadLettersRunning < limit, let job = deadLetterQueue.popFirst() {
             running[job.id] = Running(job: job)
+            deadLettersRunning += 1
             guard case .deadLetter(let record) = job.kind else { continue }
             actions.append(.writeDeadLetter(job.id, record))
         }
         guard phase == .running else { return }
-        while let first = throttledQueue.first, first.notBefore <= now {
-            let job = throttledQueue.removeFirst().job
-            lanes.putBack(job)
+        for h in hubs.indices { startSends(hub: h, now: now, into: &actions) }
+    }
+
+    /// Starts what may start at one hub: within its in-flight limit, its pacer's tokens and, while
+    /// it is unavailable, one probe at a time.
+    private mutating func startSends(hub h: Int, now: Duration, into actions: inout [Action]) {
+        while let first = hubs[h].throttledQueue.first, first.notBefore <= now {
+            let job = hubs[h].throttledQueue.removeFirst().job
+            hubs[h].lanes.putBack(job)
         }
         var probe = false
-        if case .unavailable = hub {
+        if case .unavailable = hubs[h].state {
             // One send at a time probes an unavailable hub.
-            guard now >= nextProbeAt, !running.values.contains(where: \.isProbe) else { return }
+            guard now >= hubs[h].nextProbeAt, !running.values.contains(where: { $0.isProbe && $0.job.hub == h })
+            else { return }
             probe = true
         }
-        while running.count < limit, let priority = lanes.nextPriority(), let next = lanes.first(priority) {
+        while hubs[h].inFlight < limit, let priority = hubs[h].lanes.nextPriority(),
+            let next = hubs[h].lanes.first(priority)
+        {
             // A stale send never reaches the hub (the sender dead-letters it): no token, no probe.
             let stale = next.staleAt.map { now >= $0 } ?? false
             var epoch = 0
             if !stale {
-                guard let taken = pacer.take(now: now) else { return }
+                guard let taken = hubs[h].pacer.take(now: now) else { return }
                 epoch = taken
-                if firstSendAt == nil { firstSendAt = now }
+                if hubs[h].firstSendAt == nil { hubs[h].firstSendAt = now }
             }
-            guard let job = lanes.popFirst(priority) else { return }
+            guard let job = hubs[h].lanes.popFirst(priority) else { return }
             running[job.id] = Running(job: job, isProbe: probe && !stale, epoch: epoch)
+            hubs[h].inFlight += 1
             if case .send(let send) = job.kind { actions.append(.send(job.id, send)) }
             if probe && !stale { return }
         }

@@ -36,8 +36,8 @@ public protocol RecordPreparer: Sendable {
 
 /// What one failed attempt of a send that is still retrying says about the hub.
 public enum AttemptFailure: Sendable, Equatable {
-    /// No answer at all (refused connection, timeout, DNS): the hub may be gone.
-    case noAnswer(reason: String)
+    /// No answer at all (refused connection, timeout, DNS) from hub number `hub`: it may be gone.
+    case noAnswer(reason: String, hub: Int = 0)
 }
 
 /// Delivers one send and says how it ended: the hub client in production, a script in tests.
@@ -85,16 +85,23 @@ public struct QuotaSharing: Sendable {
     public var exchange: any QuotaExchange
     /// Unique per process.
     public var instance: String
-    /// The namespace and hub: the quota's owner.
-    public var hub: String
+    /// Each hub's namespace and name (the quota's owner), by hub number.
+    public var hubs: [String]
+    /// The first hub's.
+    public var hub: String { hubs[0] }
     /// How often reports go out and shares are recomputed.
     public var interval: Duration = .milliseconds(250)
     public var share = QuotaShare.Configuration()
 
     public init(exchange: any QuotaExchange, instance: String, hub: String) {
+        self.init(exchange: exchange, instance: instance, hubs: [hub])
+    }
+
+    /// `hubs`: by hub number, never empty.
+    public init(exchange: any QuotaExchange, instance: String, hubs: [String]) {
         self.exchange = exchange
         self.instance = instance
-        self.hub = hub
+        self.hubs = hubs.isEmpty ? [""] : hubs
     }
 
     /// A name for this process, unique among the instances: host, pid and a random part (a

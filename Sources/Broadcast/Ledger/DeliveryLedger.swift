@@ -4,13 +4,13 @@ import Kafka
 /// a crash, a rebalance or a restart, nor in a replay. Records are written without waiting (a send
 /// never waits for its record), and read back when a process takes partitions over.
 public protocol DeliveryLedger: Sendable {
-    /// Records that the hub accepted this send of the record at `source`. Never blocks; a record
-    /// that cannot be written is counted in `unrecorded`, and the send may be made again.
-    func record(itemID: String, platform: String, audience: String, source: TopicPartition)
+    /// Records that `hub` (its resource URI) accepted this send of the record at `source`. Never
+    /// blocks; a record that cannot be written is counted in `unrecorded`, and the send may be made again.
+    func record(hub: String, itemID: String, platform: String, audience: String, source: TopicPartition)
     /// The sends recorded within the window for items of `partitions` (and whatever else shares
     /// their part of the ledger). Blocks; what cannot be read is logged and left out.
     func recorded(for partitions: [TopicPartition]) -> [RecordedSend]
-    /// Every send recorded within the window for this hub. Blocks.
+    /// Every send recorded within the window for this process's hubs. Blocks.
     func recordedAll() -> [RecordedSend]
     /// Waits up to `timeout` until every record written so far is stored. Blocks.
     func flush(timeout: Duration)

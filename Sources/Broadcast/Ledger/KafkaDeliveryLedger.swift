@@ -16,7 +16,8 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
     static let readTimeout: Duration = .seconds(30)
 
     public let topic: String
-    public let hub: String
+    /// The hubs whose sends this process records and reads back (their resource URIs).
+    public let hubs: Set<String>
     /// Seconds a record counts for.
     public let window: Double
     private let partitions: Int
@@ -31,7 +32,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
     public static func open(
         kafka: KafkaConfiguration,
         topic: String,
-        hub: String,
+        hubs: [String],
         window: Double,
         logger: Logger,
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
@@ -56,7 +57,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         }
         return KafkaDeliveryLedger(
             topic: topic,
-            hub: hub,
+            hubs: Set(hubs),
             window: window,
             partitions: count,
             producer: producer,
@@ -68,7 +69,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
 
     private init(
         topic: String,
-        hub: String,
+        hubs: Set<String>,
         window: Double,
         partitions: Int,
         producer: KafkaProducer,
@@ -77,7 +78,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         clock: @escaping @Sendable () -> Double
     ) {
         self.topic = topic
-        self.hub = hub
+        self.hubs = hubs
         self.window = window
         self.partitions = partitions
         self.producer = producer
@@ -86,7 +87,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         self.clock = clock
     }
 
-    public func record(itemID: String, platform: String, audience: String, source: TopicPartition) {
+    public func record(hub: String, itemID: String, platform: String, audience: String, source: TopicPartition) {
         let key = LedgerKey(hub: hub, itemID: itemID, platform: platform, audience: audience)
         // The value says where the item was read: for a person reading the topic, not for hubcast.
         var value = JSONWriter(reservingCapacity: 48 + source.topic.utf8.count)
@@ -129,7 +130,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         do throws(KafkaError) {
             records = try reader.read(topic: topic, partitions: ledgerPartitions, timeout: Self.readTimeout) {
                 message in
-                guard let bytes = message.key, let key = LedgerKey(decoding: bytes), key.hub == hub,
+                guard let bytes = message.key, let key = LedgerKey(decoding: bytes), hubs.contains(key.hub),
                     let ms = message.timestampMs, Double(ms) / 1000 >= cutoff
                 else { return }
                 sends.append(RecordedSend(processKey: key.processKey, at: Double(ms) / 1000))

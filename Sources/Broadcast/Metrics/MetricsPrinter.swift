@@ -11,15 +11,19 @@ import TextFormats
 public struct MetricsPrinter: Service {
     let metrics: InMemoryMetrics
     let interval: Duration
+    /// The hubs' names when the pipeline sends to several: each line then has a `hubs` object.
+    let hubs: [String]
     let write: @Sendable ([UInt8]) -> Void
 
     public init(
         metrics: InMemoryMetrics,
         interval: Duration,
+        hubs: [String] = [],
         write: @escaping @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }
     ) {
         self.metrics = metrics
         self.interval = interval
+        self.hubs = hubs
         self.write = write
     }
 
@@ -35,7 +39,7 @@ public struct MetricsPrinter: Service {
             }
             let now = ContinuousClock.now
             let snapshot = metrics.snapshot(resettingIntervals: true)
-            write(Self.line(snapshot, previous: previous, elapsed: now - previousAt, final: false))
+            write(Self.line(snapshot, previous: previous, elapsed: now - previousAt, final: false, hubs: hubs))
             previous = snapshot
             previousAt = now
         }
@@ -43,14 +47,23 @@ public struct MetricsPrinter: Service {
 
     /// The final line: totals over the whole run, with the latency of the whole run.
     public func printFinal(elapsed: Duration) {
-        write(Self.line(metrics.snapshot(resettingIntervals: false), previous: nil, elapsed: elapsed, final: true))
+        write(
+            Self.line(
+                metrics.snapshot(resettingIntervals: false),
+                previous: nil,
+                elapsed: elapsed,
+                final: true,
+                hubs: hubs
+            )
+        )
     }
 
     static func line(
         _ s: InMemoryMetrics.Snapshot,
         previous: InMemoryMetrics.Snapshot?,
         elapsed: Duration,
-        final: Bool
+        final: Bool,
+        hubs: [String] = []
     ) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 512)
         w.beginObject()
@@ -128,22 +141,60 @@ public struct MetricsPrinter: Service {
         w.key("paceHubRate")
         let hubRate = s.meter("hubcast_pace_hub_rate")
         if hubRate > 0 { w.number(hubRate, decimals: 1) } else { w.null() }
+        // Several hubs: the rates are every hub's together, the share the smallest, the peers the most.
         w.key("paceShare")
-        w.number(s.meter("hubcast_pace_share"), decimals: 3)
+        w.number(
+            hubs.isEmpty
+                ? s.meter("hubcast_pace_share") : hubs.map { s.meter("hubcast_pace_share", "hub", $0) }.min() ?? 1,
+            decimals: 3
+        )
         w.key("paceDemand")
         w.number(s.meter("hubcast_pace_demand"), decimals: 1)
         w.key("quotaPeers")
-        w.number(Int64(s.meter("hubcast_quota_peers")))
+        w.number(
+            Int64(
+                hubs.isEmpty
+                    ? s.meter("hubcast_quota_peers") : hubs.map { s.meter("hubcast_quota_peers", "hub", $0) }.max() ?? 0
+            )
+        )
         w.key("hubAvailable")
-        w.bool(s.meter("hubcast_hub_available") != 0)
+        // Every hub's gauge is 1 while it is available.
+        w.bool(s.meter("hubcast_hub_available") >= Double(max(1, hubs.count)))
         w.key("sasTokensMinted")
         w.number(Int64(s.meter("hubcast_sas_tokens_minted")))
+        if !hubs.isEmpty { writeHubs(hubs, s, into: &w) }
         if final {
             w.key("final")
             w.bool(true)
         }
         w.endObject()
         return w.bytes
+    }
+
+    /// Each hub's own figures: `"hubs": {"<name>": {"sent": …, …}}`.
+    private static func writeHubs(_ hubs: [String], _ s: InMemoryMetrics.Snapshot, into w: inout JSONWriter) {
+        w.key("hubs")
+        w.beginObject()
+        for hub in hubs {
+            w.key(hub)
+            w.beginObject()
+            for (field, label) in [
+                ("sent", "sent"), ("scheduled", "scheduled"), ("failed", "failed"), ("retried", "retried"),
+                ("throttled", "throttled"),
+            ] {
+                w.key(field)
+                w.number(s.counter(PipelineMetrics.prefix + label, "hub", hub))
+            }
+            w.key("available")
+            w.bool(s.meter("hubcast_hub_available", "hub", hub) != 0)
+            w.key("paceRate")
+            let rate = s.meter("hubcast_pace_rate", "hub", hub)
+            if rate > 0 { w.number(rate, decimals: 1) } else { w.null() }
+            w.key("paceShare")
+            w.number(s.meter("hubcast_pace_share", "hub", hub), decimals: 3)
+            w.endObject()
+        }
+        w.endObject()
     }
 
     private static func writeLatency(_ h: LatencyHistogram, into w: inout JSONWriter) {

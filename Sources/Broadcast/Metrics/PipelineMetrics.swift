@@ -8,15 +8,6 @@ public struct PipelineMetrics: Sendable {
     public static let endToEndLabel = "hubcast_end_to_end_latency"
 
     public let consumed = Counter(label: "hubcast_consumed")
-    /// Sends the hub accepted, by platform (`template` first, then `NativePlatform.allCases`).
-    private let sentCounters = (["template"] + NativePlatform.allCases.map(\.rawValue)).map {
-        Counter(label: "hubcast_sent", dimensions: [("platform", $0)])
-    }
-    public let failed = Counter(label: "hubcast_failed")
-    /// Accepted sends the hub keeps until their `sendAt` (counted in `sent` too).
-    public let scheduled = Counter(label: "hubcast_scheduled")
-    public let retried = Counter(label: "hubcast_retried")
-    public let throttled = Counter(label: "hubcast_throttled")
     public let deadLettered = Counter(label: "hubcast_dead_lettered")
     public let invalid = Counter(label: "hubcast_invalid")
     public let expired = Counter(label: "hubcast_expired")
@@ -33,20 +24,8 @@ public struct PipelineMetrics: Sendable {
     public let inFlight = Meter(label: "hubcast_in_flight")
     public let concurrency = Meter(label: "hubcast_concurrency")
     public let lag = Meter(label: "hubcast_lag")
-    /// 1 while the hub takes sends, 0 while it is held as unavailable (credentials, TLS, no answer).
-    public let hubAvailable = Meter(label: "hubcast_hub_available")
-    /// Sends per second the pacer allows the hub now; 0 while unpaced (the hub has not throttled).
-    public let paceRate = Meter(label: "hubcast_pace_rate")
-    /// The hub's rate as this instance's pacer learnt it, every instance together; 0 while unpaced.
-    public let paceHubRate = Meter(label: "hubcast_pace_hub_rate")
-    /// This instance's share of the hub's rate (1 alone).
-    public let paceShare = Meter(label: "hubcast_pace_share")
-    /// Sends per second this instance could use: what it sends plus what waits (its weight in the split).
-    public let paceDemand = Meter(label: "hubcast_pace_demand")
-    /// Other instances sending to the same hub, heard from lately.
-    public let quotaPeers = Meter(label: "hubcast_quota_peers")
-    public let sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted")
-    public let sendLatency = Timer(label: "hubcast_send_latency")
+    /// Each hub's metrics, by hub number (one, without a `hub` dimension, unless there are several).
+    public let hubs: [HubMetrics]
     /// Revokes the engine did not answer in time: those partitions went with nothing committed.
     public let revokeTimeouts = Counter(label: "hubcast_rebalance_timeouts_total")
     /// Commits of a revoke's finished work the broker refused: the next owner sends that work again.
@@ -62,17 +41,6 @@ public struct PipelineMetrics: Sendable {
         origin == .ledger ? deduplicated : duplicates
     }
 
-    /// The accepted sends of a platform; nil: template sends.
-    public func sent(_ platform: NativePlatform?) -> Counter {
-        // Per send: a switch, where `allCases` would build an array each time.
-        switch platform {
-        case nil: sentCounters[0]
-        case .apple?: sentCounters[1]
-        case .fcmv1?: sentCounters[2]
-        case .windows?: sentCounters[3]
-        }
-    }
-
     /// Partitions given to this instance (`assigned`) or taken from it (`revoked`), one per rebalance callback.
     public func rebalances(_ kind: Rebalance) -> Counter { rebalanceCounters[kind.rawValue] }
     /// Kafka timestamp → hub accepted, one timer per (priority, category): indexed by the
@@ -84,9 +52,10 @@ public struct PipelineMetrics: Sendable {
 
     /// End-to-end latency gets one timer per (priority, category), so one sample per send serves
     /// both views: per category (summed over priorities) and per priority (summed over categories).
-    public init(categories: [String]) {
-        hubAvailable.set(1)
-        paceShare.set(1)
+    /// `hubs`: the names of the hubs sent to, when there are several (each hub's metrics then
+    /// carry its name as the `hub` dimension).
+    public init(categories: [String], hubs: [String] = []) {
+        self.hubs = hubs.count > 1 ? hubs.map { HubMetrics(hub: $0) } : [HubMetrics(hub: nil)]
         categoryIndex = Dictionary(categories.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         endToEnd = Priority.allCases.map { priority in
             categories.map {
@@ -96,9 +65,79 @@ public struct PipelineMetrics: Sendable {
         sloMissed = Priority.allCases.map { Counter(label: "hubcast_slo_missed", dimensions: [("priority", $0.name)]) }
     }
 
+    // The first hub's, for the commands that send to one.
+    public var failed: Counter { hubs[0].failed }
+    public var scheduled: Counter { hubs[0].scheduled }
+    public var retried: Counter { hubs[0].retried }
+    public var throttled: Counter { hubs[0].throttled }
+    public var hubAvailable: Meter { hubs[0].hubAvailable }
+    public var sasTokensMinted: Meter { hubs[0].sasTokensMinted }
+    public var sendLatency: Timer { hubs[0].sendLatency }
+    public func sent(_ platform: NativePlatform?) -> Counter { hubs[0].sent(platform) }
+
     /// `target`: the priority's time-to-hub target in milliseconds, if it has one.
     func recordEndToEnd(category: String, priority: Priority, milliseconds: Int64, target: Int64?) {
         if let index = categoryIndex[category] { endToEnd[priority.rawValue][index].recordMilliseconds(milliseconds) }
         if let target, milliseconds > target { sloMissed[priority.rawValue].increment() }
+    }
+}
+
+/// What is measured of one hub's sends, named by a `hub` dimension when there are several hubs.
+public struct HubMetrics: Sendable {
+    /// The hub's name in the `hub` dimension; nil: the only hub, not named.
+    public let name: String?
+    /// Sends the hub accepted, by platform (`template` first, then `NativePlatform.allCases`).
+    private let sentCounters: [Counter]
+    public let failed: Counter
+    /// Accepted sends the hub keeps until their `sendAt` (counted in `sent` too).
+    public let scheduled: Counter
+    public let retried: Counter
+    public let throttled: Counter
+    /// 1 while the hub takes sends, 0 while it is held as unavailable (credentials, TLS, no answer).
+    public let hubAvailable: Meter
+    /// Sends per second the pacer allows the hub now; 0 while unpaced (the hub has not throttled).
+    public let paceRate: Meter
+    /// The hub's rate as this instance's pacer learnt it, every instance together; 0 while unpaced.
+    public let paceHubRate: Meter
+    /// This instance's share of the hub's rate (1 alone).
+    public let paceShare: Meter
+    /// Sends per second this instance could use: what it sends plus what waits (its weight in the split).
+    public let paceDemand: Meter
+    /// Other instances sending to the same hub, heard from lately.
+    public let quotaPeers: Meter
+    public let sasTokensMinted: Meter
+    public let sendLatency: Timer
+
+    init(hub: String?) {
+        name = hub
+        let named: [(String, String)] = hub.map { [("hub", $0)] } ?? []
+        sentCounters = (["template"] + NativePlatform.allCases.map(\.rawValue)).map {
+            Counter(label: "hubcast_sent", dimensions: named + [("platform", $0)])
+        }
+        failed = Counter(label: "hubcast_failed", dimensions: named)
+        scheduled = Counter(label: "hubcast_scheduled", dimensions: named)
+        retried = Counter(label: "hubcast_retried", dimensions: named)
+        throttled = Counter(label: "hubcast_throttled", dimensions: named)
+        hubAvailable = Meter(label: "hubcast_hub_available", dimensions: named)
+        paceRate = Meter(label: "hubcast_pace_rate", dimensions: named)
+        paceHubRate = Meter(label: "hubcast_pace_hub_rate", dimensions: named)
+        paceShare = Meter(label: "hubcast_pace_share", dimensions: named)
+        paceDemand = Meter(label: "hubcast_pace_demand", dimensions: named)
+        quotaPeers = Meter(label: "hubcast_quota_peers", dimensions: named)
+        sasTokensMinted = Meter(label: "hubcast_sas_tokens_minted", dimensions: named)
+        sendLatency = Timer(label: "hubcast_send_latency", dimensions: named)
+        hubAvailable.set(1)
+        paceShare.set(1)
+    }
+
+    /// The accepted sends of a platform; nil: template sends.
+    public func sent(_ platform: NativePlatform?) -> Counter {
+        // Per send: a switch, where `allCases` would build an array each time.
+        switch platform {
+        case nil: sentCounters[0]
+        case .apple?: sentCounters[1]
+        case .fcmv1?: sentCounters[2]
+        case .windows?: sentCounters[3]
+        }
     }
 }

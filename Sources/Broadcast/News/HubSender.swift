@@ -6,14 +6,21 @@ import NotificationHubs
 import Synchronization
 import TextFormats
 
-/// Delivers news sends through the Notification Hubs client (which builds the request, adds the
-/// cached SAS token and retries) and decides whose fault a failure is. Every send is counted here.
+/// Delivers news sends to one hub through the Notification Hubs client (which builds the request,
+/// adds the cached SAS token and retries) and decides whose fault a failure is. Every send is
+/// counted here. Several hubs: one sender each, behind a `HubRouter`.
 public final class HubSender: Sender {
     public let client: NotificationHubClient
     public let delivered: DeliveredSends
     /// Where accepted sends are recorded across processes; nil: remembered in this one only.
     let ledger: (any DeliveryLedger)?
     let metrics: PipelineMetrics
+    /// This hub's own counters and gauges.
+    let hubMetrics: HubMetrics
+    /// Its number among the pipeline's hubs, which its attempt failures carry to the engine.
+    let hub: Int
+    /// Its name in logs and dead letters when the pipeline sends to several hubs; else nil.
+    let hubName: String?
     let logger: Logger
     let clock: @Sendable () -> Double
     /// Time-to-hub targets in milliseconds, indexed by priority's raw value.
@@ -41,6 +48,8 @@ public final class HubSender: Sender {
         ledger: (any DeliveryLedger)? = nil,
         metrics: PipelineMetrics,
         logger: Logger,
+        hub: Int = 0,
+        hubName: String? = nil,
         targets: [Priority: Duration] = [:],
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         announce: @escaping @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }
@@ -53,12 +62,15 @@ public final class HubSender: Sender {
             transport: transport,
             logger: logger,
             attemptFailed: { reason, status in
-                if let failure = AttemptFailure(reason, status: status) { listener.fire(failure) }
+                if let failure = AttemptFailure(reason, status: status, hub: hub) { listener.fire(failure) }
             }
         )
         self.delivered = delivered
         self.ledger = ledger
         self.metrics = metrics
+        self.hub = hub
+        self.hubName = hubName
+        hubMetrics = metrics.hubs[metrics.hubs.indices.contains(hub) ? hub : 0]
         self.logger = logger
         self.clock = clock
     }
@@ -101,7 +113,7 @@ public final class HubSender: Sender {
     }
 
     public func refreshMetrics() {
-        metrics.sasTokensMinted.set(client.tokens.mintCount)
+        hubMetrics.sasTokensMinted.set(client.tokens.mintCount)
         if let ledger { metrics.ledgerUnrecorded.set(ledger.unrecorded) }
     }
 
@@ -184,6 +196,7 @@ public final class HubSender: Sender {
             _ = forgetServerError(of: send)
             if !send.isCanary, let ledger {
                 ledger.record(
+                    hub: client.configuration.resourceURI,
                     itemID: send.itemID,
                     platform: send.planned.platform,
                     audience: send.planned.tagExpression,
@@ -204,17 +217,17 @@ public final class HubSender: Sender {
             if let scheduledAt = send.planned.scheduledAt, let id = result.scheduledID {
                 scheduled(send, id: id, at: scheduledAt)
             }
-            metrics.sendLatency.recordNanoseconds(result.latency.inNanoseconds)
-            metrics.retried.increment(by: result.attempts - 1)
-            metrics.throttled.increment(by: result.throttledAttempts)
+            hubMetrics.sendLatency.recordNanoseconds(result.latency.inNanoseconds)
+            hubMetrics.retried.increment(by: result.attempts - 1)
+            hubMetrics.throttled.increment(by: result.throttledAttempts)
             // Counted last: whoever sees it counted sees its latencies recorded (the demo waits on it).
-            metrics.sent(send.planned.notification.platform).increment()
+            hubMetrics.sent(send.planned.notification.platform).increment()
             return .delivered
         case .failure(let error):
             delivered.finished(send.deliveryKey, accepted: false)
             // A throttled send goes again once its Retry-After is over: that is a retry too.
-            metrics.retried.increment(by: max(0, error.attempts - 1) + (error.owner == .throttling ? 1 : 0))
-            metrics.throttled.increment(by: error.throttledAttempts)
+            hubMetrics.retried.increment(by: max(0, error.attempts - 1) + (error.owner == .throttling ? 1 : 0))
+            hubMetrics.throttled.increment(by: error.throttledAttempts)
             return classify(error, of: send)
         }
     }
@@ -223,15 +236,14 @@ public final class HubSender: Sender {
     /// `{"ts":…,"scheduled":{"id":…,"itemId":…,"platform":…,"audience":…,"sendAt":…}}`
     /// (schemas/scheduled.schema.json), the one place a newsroom learns the id that cancels it.
     private func scheduled(_ send: NewsSend, id: String, at scheduledAt: Double) {
-        metrics.scheduled.increment()
+        hubMetrics.scheduled.increment()
         let sendAt = CivilDate.rfc3339(epochSeconds: scheduledAt, milliseconds: true)
-        logger.info(
-            "Scheduled notification",
-            metadata: [
-                "scheduledId": "\(id)", "itemId": "\(send.itemID)", "platform": "\(send.planned.platform)",
-                "audience": "\(send.planned.tagExpression)", "sendAt": "\(sendAt)",
-            ]
-        )
+        var metadata: Logger.Metadata = [
+            "scheduledId": "\(id)", "itemId": "\(send.itemID)", "platform": "\(send.planned.platform)",
+            "audience": "\(send.planned.tagExpression)", "sendAt": "\(sendAt)",
+        ]
+        if let hubName { metadata["hub"] = "\(hubName)" }
+        logger.info("Scheduled notification", metadata: metadata)
         var w = JSONWriter(reservingCapacity: 256)
         w.beginObject()
         w.member("ts", CivilDate.rfc3339(epochSeconds: clock()))
@@ -242,6 +254,7 @@ public final class HubSender: Sender {
         w.member("platform", send.planned.platform)
         w.member("audience", send.planned.tagExpression)
         w.member("sendAt", sendAt)
+        if let hubName { w.member("hub", hubName) }
         w.endObject()
         w.endObject()
         announce(w.bytes)
@@ -290,17 +303,18 @@ public final class HubSender: Sender {
             if notTheItems == nil { return .finishedElsewhere }
         }
         if let notTheItems { return notTheItems }
-        let metadata: Logger.Metadata = [
+        var metadata: Logger.Metadata = [
             "itemId": "\(send.itemID)", "platform": "\(send.planned.platform)",
             "audience": "\(send.planned.tagExpression)",
             "reason": "\(error.reason)", "status": "\(error.status.map(String.init) ?? "-")",
             "attempts": "\(error.attempts)", "error": "\(error.message)",
         ]
+        if let hubName { metadata["hub"] = "\(hubName)" }
         if error.reason == .stale {
             metrics.stale.increment()
             logger.warning("Send too late: dead-lettered, not sent", metadata: metadata)
         } else {
-            metrics.failed.increment()
+            hubMetrics.failed.increment()
             logger.error("Send failed", metadata: metadata)
         }
         return .failed(
@@ -314,6 +328,7 @@ public final class HubSender: Sender {
                 category: send.category,
                 audience: send.planned.tagExpression,
                 platform: send.planned.platform,
+                hub: hubName,
                 source: send.source,
                 firstAttemptAt: error.firstAttemptAt,
                 lastAttemptAt: error.lastAttemptAt
@@ -349,10 +364,11 @@ final class AttemptListener: Sendable {
 }
 
 extension AttemptFailure {
-    /// What a retried attempt says about the hub; nil when it says nothing (it answered).
-    init?(_ reason: FailureReason, status: Int?) {
+    /// What a retried attempt says about hub number `hub`; nil when it says nothing (it answered).
+    init?(_ reason: FailureReason, status: Int?, hub: Int = 0) {
         switch reason {
-        case .timeout where status == nil, .transport: self = .noAnswer(reason: "\(reason): no answer from the hub")
+        case .timeout where status == nil, .transport:
+            self = .noAnswer(reason: "\(reason): no answer from the hub", hub: hub)
         default: return nil
         }
     }

@@ -19,6 +19,8 @@ public struct NewsPreparer: RecordPreparer {
     let maxAge: Double?
     /// Takes the canary topic's records, when the canary is on.
     let canary: Canary?
+    /// Which hub each item goes to.
+    let routes: HubRoutes
 
     public init(
         categories: Categories,
@@ -29,9 +31,11 @@ public struct NewsPreparer: RecordPreparer {
         categoryPriority: [String: Priority] = [:],
         maxAge: Duration? = nil,
         canary: Canary? = nil,
+        routes: HubRoutes = .single("hub"),
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) {
         self.categories = categories
+        self.routes = routes
         self.categoryPriority = categoryPriority
         self.maxAge = maxAge?.inSeconds
         self.canary = canary
@@ -54,6 +58,14 @@ public struct NewsPreparer: RecordPreparer {
         }
         guard let category = topicCategory ?? item.category else {
             return invalid(message, "topic \(message.topic) maps to no category", itemID: item.id, category: nil)
+        }
+        var hub = 0
+        if !routes.isSingle {
+            switch routes.hub(category: category, tenant: item.tenant) {
+            case .success(let routed): hub = routed
+            case .failure(let error):
+                return invalid(message, "\(error.field): \(error)", itemID: item.id, category: category)
+            }
         }
         let now = clock()
         if item.isExpired(atEpochSeconds: now) {
@@ -93,7 +105,8 @@ public struct NewsPreparer: RecordPreparer {
                 category: category,
                 source: message,
                 priority: priority,
-                staleAt: staleAt
+                staleAt: staleAt,
+                hub: hub
             )
         }
         var skippedFrom: RecentKeys.Origin?
@@ -106,7 +119,7 @@ public struct NewsPreparer: RecordPreparer {
             metrics.skipped(skippedFrom).increment()
             return .done
         }
-        return .sends(fresh, priority: priority, freshFor: staleAt.map { .seconds(max(0, $0 - now)) })
+        return .sends(fresh, priority: priority, freshFor: staleAt.map { .seconds(max(0, $0 - now)) }, hub: hub)
     }
 
     private func invalid(

@@ -16,6 +16,8 @@ public struct NewsSend: Sendable {
     public let staleAt: Double?
     /// A canary: its outcome goes to the canary, never to the dead letters or the news metrics.
     public let isCanary: Bool
+    /// The number of the hub it goes to (`HubRoutes`).
+    public let hub: Int
     /// The send's key in the delivered-sends window (`LedgerKey.processKey`). Computed once: the
     /// preparer checks it and the sender marks it.
     let deliveryKey: Int
@@ -27,7 +29,8 @@ public struct NewsSend: Sendable {
         source: KafkaMessage,
         priority: Priority = .normal,
         staleAt: Double? = nil,
-        isCanary: Bool = false
+        isCanary: Bool = false,
+        hub: Int = 0
     ) {
         self.planned = planned
         self.itemID = itemID
@@ -36,6 +39,7 @@ public struct NewsSend: Sendable {
         self.priority = priority
         self.staleAt = staleAt
         self.isCanary = isCanary
+        self.hub = hub
         deliveryKey = LedgerKey.processKey(
             itemID: itemID,
             platform: planned.platform,

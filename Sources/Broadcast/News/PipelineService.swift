@@ -4,9 +4,24 @@ import News
 import NotificationHubs
 
 /// The news pipeline as `run` and `demo` both wire it: one concurrency policy, one dead-letter
-/// path, one sender. The CLI only parses settings and passes them here.
+/// path, one sender per hub. The CLI only parses settings and passes them here.
 public enum PipelineService {
-    public typealias NewsPipeline = Pipeline<NewsPreparer, HubSender, ContinuousClock>
+    public typealias NewsPipeline = Pipeline<NewsPreparer, HubRouter, ContinuousClock>
+
+    /// A hub the pipeline sends to.
+    public struct Hub: Sendable {
+        /// Its name in logs, metrics and dead letters (routes name hubs by it).
+        public var name: String
+        public var configuration: NotificationHubConfiguration
+        /// Its known quota in sends per second; nil: the pipeline's `maxRate`.
+        public var maxRate: Double?
+
+        public init(name: String, configuration: NotificationHubConfiguration, maxRate: Double? = nil) {
+            self.name = name
+            self.configuration = configuration
+            self.maxRate = maxRate
+        }
+    }
 
     /// The consumer's settings for the pipeline: a few batches buffered (librdkafka's own queue
     /// is the deep buffer).
@@ -25,33 +40,45 @@ public enum PipelineService {
         return consumer
     }
 
-    /// The hub sender with one connection per send in flight (fewer would queue inside libcurl),
-    /// within half of the usual 1,024 open files; over HTTP/2 the sends share a few connections.
+    /// A sender per hub over one libcurl transport, with one connection per send in flight
+    /// (fewer would queue inside libcurl), within half of the usual 1,024 open files; over HTTP/2
+    /// the sends share a few connections. The hubs share the sends remembered as delivered (an
+    /// item goes to one hub) and the ledger (its records name their hub).
     public static func sender(
-        hub: NotificationHubConfiguration,
+        hubs: [Hub],
         transport: TransportConfiguration,
         configuration: PipelineConfiguration,
         ledger: (any DeliveryLedger)? = nil,
         metrics: PipelineMetrics,
         logger: Logger
-    ) -> HubSender {
+    ) -> HubRouter {
         var transport = transport
-        transport.maxConnectionsPerHost = min(configuration.concurrency, 512)
+        transport.maxConnectionsPerHost = min(configuration.concurrency * hubs.count, 512)
         transport.keptResponseHeaders = NotificationHubClient.sendResponseHeaders
-        return HubSender(
-            configuration: hub,
-            transport: CurlTransport(configuration: transport, logger: logger),
-            delivered: DeliveredSends(window: configuration.dedupeWindow),
-            ledger: ledger,
-            metrics: metrics,
-            logger: logger,
-            targets: configuration.targets
+        let curl = CurlTransport(configuration: transport, logger: logger)
+        let delivered = DeliveredSends(window: configuration.dedupeWindow)
+        return HubRouter(
+            hubs.enumerated().map { number, hub in
+                HubSender(
+                    configuration: hub.configuration,
+                    transport: curl,
+                    delivered: delivered,
+                    ledger: ledger,
+                    metrics: metrics,
+                    logger: logger,
+                    hub: number,
+                    hubName: hubs.count > 1 ? hub.name : nil,
+                    targets: configuration.targets
+                )
+            }
         )
     }
 
     public static func pipeline(
         source: any RecordSource,
-        sender: HubSender,
+        sender: HubRouter,
+        routes: HubRoutes = .single("hub"),
+        maxRates: [Double?] = [],
         deadLetters: any DeadLetterSink,
         quota: QuotaSharing? = nil,
         canary: Canary? = nil,
@@ -68,19 +95,22 @@ public enum PipelineService {
             logger: logger,
             categoryPriority: configuration.categoryPriority,
             maxAge: configuration.maxAge,
-            canary: canary
+            canary: canary,
+            routes: routes
         )
         var observer = observer
         if let canary {
             sender.attach(canary)
             let toldAvailable = observer.hubAvailable, toldUnavailable = observer.hubUnavailable
+            // The canary goes through the first hub: only its state concerns it.
+            let first = routes.hubs[0]
             observer.hubAvailable = {
-                toldAvailable()
-                canary.hubAvailable()
+                toldAvailable($0)
+                if $0 == first { canary.hubAvailable() }
             }
             observer.hubUnavailable = {
-                toldUnavailable($0)
-                canary.hubUnavailable()
+                toldUnavailable($0, $1)
+                if $0 == first { canary.hubUnavailable() }
             }
         }
         return Pipeline(
@@ -89,7 +119,7 @@ public enum PipelineService {
             sender: sender,
             deadLetters: deadLetters,
             quota: quota,
-            configuration: shell(configuration),
+            configuration: shell(configuration, hubs: routes.hubs, maxRates: maxRates),
             metrics: metrics,
             observer: observer,
             logger: logger,
@@ -97,10 +127,23 @@ public enum PipelineService {
         )
     }
 
-    static func shell(_ c: PipelineConfiguration) -> NewsPipeline.Configuration {
+    /// `maxRates`: each hub's known quota by number, where it differs from `c.maxRate`.
+    static func shell(
+        _ c: PipelineConfiguration,
+        hubs: [String] = [],
+        maxRates: [Double?] = []
+    ) -> NewsPipeline.Configuration {
         var shell = NewsPipeline.Configuration()
+        shell.hubNames = hubs
         shell.engine.maxInFlight = c.concurrency
         shell.engine.pacing.maxRate = c.maxRate
+        shell.engine.hubPacing =
+            hubs.count > 1 || maxRates.contains(where: { $0 != nil })
+            ? hubs.indices.map { hub in
+                var pacing = shell.engine.pacing
+                if maxRates.indices.contains(hub), let rate = maxRates[hub] { pacing.maxRate = rate }
+                return pacing
+            } : []
         shell.engine.batchSize = c.batchSize
         shell.engine.maxQueued = max(c.batchSize * 2, c.concurrency * 2)
         shell.engine.commitInterval = c.commitInterval

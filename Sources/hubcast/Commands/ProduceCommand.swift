@@ -69,6 +69,15 @@ struct ProduceCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
+            "Tenant of the item built from flags: a run with a routes file may send each tenant's items to a hub of its own.",
+            valueName: "name"
+        )
+    )
+    var tenant: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
             "Largest item accepted, in bytes (env HUBCAST_MAX_MESSAGE_BYTES; default 65536).",
             valueName: "bytes"
         )
@@ -140,6 +149,7 @@ struct ProduceCommand: AsyncParsableCommand {
             // Lines are published as written: a priority goes in the line's own "priority" field.
             for (flag, field, given) in [
                 ("--priority", "priority", priority != nil),
+                ("--tenant", "tenant", tenant != nil),
                 ("--platform", "platforms", !delivery.platform.isEmpty),
                 ("--send-at", "sendAt", delivery.sendAt != nil),
             ] where given {
@@ -177,7 +187,8 @@ struct ProduceCommand: AsyncParsableCommand {
             url: url,
             tagExpression: tagExpression,
             expiresAt: expiry,
-            priority: urgency
+            priority: urgency,
+            tenant: tenant
         )
         try delivery.apply(to: &item)
         return LineReader(lines: [item.json])

@@ -97,6 +97,15 @@ struct ReplayCommand: AsyncParsableCommand {
     )
     var status: [String] = []
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Only sends that failed at these hubs, by the names a routes file gave them (comma-separated or repeated); replay each hub's to that hub.",
+            valueName: "name"
+        )
+    )
+    var fromHub: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Only these item ids (comma-separated or repeated).", valueName: "id"))
     var id: [String] = []
 
@@ -188,7 +197,7 @@ struct ReplayCommand: AsyncParsableCommand {
             if let opened = try await LedgerOption.open(
                 topic: ledgerTopic,
                 kafka: kafkaConfig,
-                hub: hubConfig.resourceURI,
+                hubs: [hubConfig.resourceURI],
                 window: try ledger.window(settings),
                 logger: logger
             ) {
@@ -219,7 +228,7 @@ struct ReplayCommand: AsyncParsableCommand {
                 topic: try quota.topic(settings, default: fromFile ? nil : QuotaSharing.defaultTopic),
                 kafka: kafkaConfig,
                 instance: QuotaSharing.uniqueInstance(),
-                hub: client.configuration.connection.baseURL,
+                hubs: [client.configuration.connection.baseURL],
                 logger: logger
             )
         }
@@ -316,6 +325,7 @@ struct ReplayCommand: AsyncParsableCommand {
         f.categories = list(category)
         f.reasons = list(reason)
         f.ids = list(id)
+        f.hubs = list(fromHub)
         var statuses = Set<Int>()
         for text in list(status) {
             guard let code = Int(text) else { throw .usage("--status: \"\(text)\" is not an HTTP status") }

@@ -19,7 +19,8 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             Consumes the category topics in a consumer group, validates each item (invalid ones go to the \
             dead-letter sink, expired ones are counted and skipped), turns it into one or more template sends \
-            and runs them through a bounded worker pool paced to the hub's quota. Offsets are committed only below items that \
+            and runs them through a bounded worker pool paced to the hub's quota (with --routes, to each item's hub, each \
+            paced and held on its own). Offsets are committed only below items that \
             are completely done (at-least-once). When the hub itself fails (credentials refused, TLS, no answer) \
             sends are held and consumption pauses until a probe succeeds; nothing is dead-lettered for it. Metrics: one \
             JSON object per --metrics-interval on stdout and a final one at exit (with the canary on, also one line \
@@ -33,6 +34,7 @@ struct RunCommand: AsyncParsableCommand {
     @OptionGroup var kafka: KafkaOptions
     @OptionGroup var categoryOptions: CategoryOptions
     @OptionGroup var hubOptions: HubOptions
+    @OptionGroup var routesOption: RoutesOption
     @OptionGroup var pipelineOptions: PipelineOptions
     @OptionGroup var canaryOptions: CanaryOptions
     @OptionGroup var http: HTTPOptions
@@ -50,7 +52,12 @@ struct RunCommand: AsyncParsableCommand {
         let logger = try common.bootstrapLogging(settings, label: "hubcast.run")
         let categories = try categoryOptions.resolve(settings)
         let kafkaConfig = try kafka.configuration(settings)
-        let (hubConfig, hubTransport) = try hubOptions.configuration(settings)
+        let (hubs, routes, hubTransport) = try routesOption.hubs(
+            settings,
+            hubOptions: hubOptions,
+            categories: categories.names
+        )
+        let hubConfig = hubs[0].configuration
         var pipelineConfig = try pipelineOptions.configuration(settings, categories: categories)
         let quotaTopic = try pipelineOptions.quota.topic(settings)
         let instance = QuotaSharing.uniqueInstance()
@@ -76,7 +83,7 @@ struct RunCommand: AsyncParsableCommand {
         MetricsSystem.bootstrap(
             endpoint == nil ? metrics : MultiplexMetricsHandler(factories: [metrics, prometheus.factory])
         )
-        let pipelineMetrics = PipelineMetrics(categories: categories.names)
+        let pipelineMetrics = PipelineMetrics(categories: categories.names, hubs: routes.hubs)
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(
@@ -98,12 +105,12 @@ struct RunCommand: AsyncParsableCommand {
         let ledger = try await LedgerOption.open(
             topic: try pipelineOptions.ledger.topic(settings),
             kafka: kafkaConfig,
-            hub: hubConfig.resourceURI,
+            hubs: hubs.map(\.configuration.resourceURI),
             window: pipelineConfig.dedupeWindow,
             logger: logger
         )
         let sender = PipelineService.sender(
-            hub: hubConfig,
+            hubs: hubs,
             transport: hubTransport,
             configuration: pipelineConfig,
             ledger: ledger,
@@ -111,7 +118,9 @@ struct RunCommand: AsyncParsableCommand {
             logger: logger
         )
         if !(try settings.bool(skipHubCheck, "skip-hub-check")) {
-            try await HubCheck.verify(sender.client, timeout: timeout)
+            for (hub, named) in zip(sender.hubs, hubs) {
+                try await HubCheck.verify(hub.client, timeout: timeout, name: hubs.count > 1 ? named.name : nil)
+            }
         }
 
         let (deadLetters, dlqProducer) = try pipelineOptions.deadLetterSink(
@@ -121,12 +130,14 @@ struct RunCommand: AsyncParsableCommand {
         )
         var healthConfig = HealthState.Configuration(consumes: true)
         healthConfig.dependencies = ["kafka"]
+        healthConfig.hubs = routes.hubs
         let health = HealthMonitor(configuration: healthConfig, pollTurns: { consumer.pollCount })
         let shared = try QuotaTopicOption.sharing(
             topic: quotaTopic,
             kafka: kafkaConfig,
             instance: instance,
-            hub: hubConfig.connection.baseURL,
+            // One hub shares its namespace's quota; several each share their own hub's.
+            hubs: hubs.count == 1 ? [hubConfig.connection.baseURL] : hubs.map(\.configuration.resourceURI),
             logger: logger
         )
         let quotaExchange = shared?.exchange
@@ -158,6 +169,8 @@ struct RunCommand: AsyncParsableCommand {
             source: ledger.map { LedgeredSource(health.watching(consumer), ledger: $0, delivered: sender.delivered) }
                 ?? health.watching(consumer),
             sender: sender,
+            routes: routes,
+            maxRates: hubs.map(\.maxRate),
             deadLetters: health.watching(deadLetters),
             quota: quota,
             canary: canary,
@@ -167,7 +180,11 @@ struct RunCommand: AsyncParsableCommand {
             logger: logger
         )
 
-        let printer = MetricsPrinter(metrics: metrics, interval: try pipelineOptions.interval(settings))
+        let printer = MetricsPrinter(
+            metrics: metrics,
+            interval: try pipelineOptions.interval(settings),
+            hubs: routes.hubs.count > 1 ? routes.hubs : []
+        )
         var extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
         // Before the pipeline in the group, so it stops after it: the pipeline's leaving report goes out.
         if let quotaExchange { extra.append(.init(service: quotaExchange)) }
@@ -231,7 +248,9 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The start-up check that the hub accepts our credentials, with a cheap authenticated read.
 enum HubCheck {
-    static func verify(_ client: NotificationHubClient, timeout: Duration) async throws {
+    /// `name`: the hub's name in the routes file, when there are several.
+    static func verify(_ client: NotificationHubClient, timeout: Duration, name: String? = nil) async throws {
+        let which = name.map { "hub \($0) (\(client.configuration.hubName))" } ?? "hub"
         do {
             _ = try await client.registration(id: "hubcast-start-up-check")
         } catch {
@@ -240,14 +259,17 @@ enum HubCheck {
                 return
             case (401, _), (403, _):
                 throw CLIError.usage(
-                    "the hub refused the credentials (HTTP \(error.status ?? 0)): \(error.message); check the connection string and --hub"
+                    "the \(which) refused the credentials (HTTP \(error.status ?? 0)): \(error.message); check the connection string and "
+                        + (name == nil ? "--hub" : "the routes file")
                 )
             case (nil, _):
                 throw CLIError.unreachable(
-                    "could not reach the hub at \(client.configuration.connection.baseURL): \(error.message)"
+                    "could not reach the \(which) at \(client.configuration.connection.baseURL): \(error.message)"
                 )
             default:
-                throw CLIError.unreachable("the hub answered HTTP \(error.status ?? 0) at start-up: \(error.message)")
+                throw CLIError.unreachable(
+                    "the \(which) answered HTTP \(error.status ?? 0) at start-up: \(error.message)"
+                )
             }
         }
     }

@@ -104,6 +104,26 @@ struct HubOptions: ParsableArguments {
         } catch {
             throw .usage("connection string", error)
         }
+        return try configuration(settings, hubName: hubName, connection: connection)
+    }
+
+    /// True when the settings name a hub (by flag, environment or file): `--routes` names its own.
+    func namesAHub(_ settings: Settings) throws(CLIError) -> Bool {
+        let secret = try settings.secret(
+            "connection-string",
+            fileFlag: connectionStringFile,
+            fileName: "connection-string-file"
+        )
+        return settings.string(hub, "hub") != nil || secret != nil
+    }
+
+    /// The settings every hub shares (API version, timeouts, retries, TLS, threads) around one
+    /// hub's name and connection string.
+    func configuration(
+        _ settings: Settings,
+        hubName: String,
+        connection: ConnectionString
+    ) throws(CLIError) -> (NotificationHubConfiguration, TransportConfiguration) {
         var config = NotificationHubConfiguration(connection: connection, hubName: hubName)
         config.apiVersion = settings.string(apiVersion, "api-version", default: "2020-06")
         config.requestTimeout = .seconds(

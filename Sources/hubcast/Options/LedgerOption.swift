@@ -38,11 +38,11 @@ struct LedgerOption: ParsableArguments {
         try settings.topicOrNone(ledgerTopic, "ledger-topic", default: fallback)
     }
 
-    /// Opens the ledger in `topic` for `hub`; nil when `topic` is nil.
+    /// Opens the ledger in `topic` for `hubs` (resource URIs); nil when `topic` is nil.
     static func open(
         topic: String?,
         kafka: KafkaConfiguration,
-        hub: String,
+        hubs: [String],
         window: Double,
         logger: Logger
     ) async throws(CLIError) -> KafkaDeliveryLedger? {
@@ -51,7 +51,7 @@ struct LedgerOption: ParsableArguments {
             return try await KafkaDeliveryLedger.open(
                 kafka: kafka,
                 topic: topic,
-                hub: hub,
+                hubs: hubs,
                 window: window,
                 logger: logger
             )

@@ -28,7 +28,7 @@ struct QuotaTopicOption: ParsableArguments {
         topic: String?,
         kafka: KafkaConfiguration,
         instance: String,
-        hub: String,
+        hubs: [String],
         logger: Logger
     ) throws(CLIError) -> (exchange: KafkaQuotaExchange, sharing: QuotaSharing)? {
         guard let topic else { return nil }
@@ -38,6 +38,6 @@ struct QuotaTopicOption: ParsableArguments {
         } catch {
             throw .usage("Kafka configuration: \(error)")
         }
-        return (exchange, QuotaSharing(exchange: exchange, instance: instance, hub: hub))
+        return (exchange, QuotaSharing(exchange: exchange, instance: instance, hubs: hubs))
     }
 }
