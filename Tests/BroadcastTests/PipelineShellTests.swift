@@ -18,7 +18,11 @@ import Testing
             sender: ScriptedSender = ScriptedSender(),
             drain: Duration = .seconds(5),
             maxInFlight: Int = 8,
-            revokeLimit: Duration? = nil,
+            // The consumer's backstop for a revoke, in real time (the engine's own timeout runs on the
+            // manual clock): far beyond any stall of a loaded machine, so only the test of the limit,
+            // which passes its own, can see it fire. The default, 8 s, was seen to fire when the
+            // whole suite started at once on a fresh clone.
+            revokeLimit: Duration? = .seconds(120),
             observer: PipelineObserver = PipelineObserver()
         ) {
             self.sender = sender

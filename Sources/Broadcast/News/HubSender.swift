@@ -21,6 +21,8 @@ public final class HubSender: Sender {
     let hub: Int
     /// Its name in logs and dead letters when the pipeline sends to several hubs; else nil.
     let hubName: String?
+    /// The hub's resource URI, its name in the ledger (made once: a concatenation per send otherwise).
+    let resourceURI: String
     let logger: Logger
     let clock: @Sendable () -> Double
     /// Time-to-hub targets in milliseconds, indexed by priority's raw value.
@@ -70,6 +72,7 @@ public final class HubSender: Sender {
         self.metrics = metrics
         self.hub = hub
         self.hubName = hubName
+        resourceURI = configuration.resourceURI
         hubMetrics = metrics.hubs[metrics.hubs.indices.contains(hub) ? hub : 0]
         self.logger = logger
         self.clock = clock
@@ -196,7 +199,7 @@ public final class HubSender: Sender {
             _ = forgetServerError(of: send)
             if !send.isCanary, let ledger {
                 ledger.record(
-                    hub: client.configuration.resourceURI,
+                    hub: resourceURI,
                     itemID: send.itemID,
                     platform: send.planned.platform,
                     audience: send.planned.tagExpression,
