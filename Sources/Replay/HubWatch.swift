@@ -1,13 +1,14 @@
 import Synchronization
 
-/// How long the hub has been unavailable, from the pipeline's reports: once it has been so for
+/// How long each hub has been unavailable, from the pipeline's reports: once one has been so for
 /// longer than the limit, `onLimit` is called (once per spell). A batch job stops there instead
 /// of holding its sends for as long as it runs.
 final class HubWatch: Sendable {
     private struct State {
-        var problem: String?
+        /// By hub name, while it is unavailable.
+        var problems: [String: String] = [:]
         var lastProblem: String?
-        var timer: Task<Void, Never>?
+        var timers: [String: Task<Void, Never>] = [:]
         var onLimit: (@Sendable (String) -> Void)?
     }
 
@@ -26,25 +27,24 @@ final class HubWatch: Sendable {
     /// The hub's last failure seen while sends were held, if there was one.
     var lastProblem: String? { state.withLock { $0.lastProblem } }
 
-    func unavailable(_ reason: String) {
+    func unavailable(_ reason: String, hub: String = "hub") {
         state.withLock { state in
-            state.problem = reason
+            state.problems[hub] = reason
             state.lastProblem = reason
-            guard state.timer == nil, let limit else { return }
-            state.timer = Task { [weak self] in
+            guard state.timers[hub] == nil, let limit else { return }
+            state.timers[hub] = Task { [weak self] in
                 try? await Task.sleep(for: limit)
                 guard !Task.isCancelled, let self else { return }
-                let (problem, action) = self.state.withLock { ($0.problem, $0.onLimit) }
+                let (problem, action) = self.state.withLock { ($0.problems[hub], $0.onLimit) }
                 if let problem { action?(problem) }
             }
         }
     }
 
-    func available() {
+    func available(hub: String = "hub") {
         state.withLock { state in
-            state.problem = nil
-            state.timer?.cancel()
-            state.timer = nil
+            state.problems[hub] = nil
+            state.timers.removeValue(forKey: hub)?.cancel()
         }
     }
 }

@@ -16,16 +16,21 @@ struct ReplayPreparer: RecordPreparer {
     private var seen: Set<String> = []
     /// The same triples (`LedgerKey.processKey`) the delivered-sends ledger says the hub accepted.
     let delivered: Set<Int>
+    /// The hubs a replay may send to: a record goes back to the hub it failed at (its `hub`), else
+    /// to the hub its item's routes name.
+    let routes: HubRoutes
 
     init(
         configuration: Replayer.Configuration,
         tally: ReplayTally,
         metrics: PipelineMetrics,
         delivered: Set<Int> = [],
+        routes: HubRoutes = .single("hub"),
         report: @escaping @Sendable (String) -> Void
     ) {
         self.configuration = configuration
         self.delivered = delivered
+        self.routes = routes
         self.tally = tally
         self.metrics = metrics
         self.report = report
@@ -53,6 +58,10 @@ struct ReplayPreparer: RecordPreparer {
         else {
             tally.count { $0.stillInvalid += 1 }
             metrics.invalid.increment()
+            return .done
+        }
+        guard let hub = hub(of: record, item: item, category: category, message: message) else {
+            tally.count { $0.noHub += 1 }
             return .done
         }
         if !configuration.includeExpired && item.isExpired(atEpochSeconds: Date().timeIntervalSince1970) {
@@ -98,6 +107,7 @@ struct ReplayPreparer: RecordPreparer {
             tally.count { c in
                 c.wouldSendByCategory[category, default: 0] += fresh.count
                 c.wouldSendByReason[record.reason, default: 0] += fresh.count
+                if !routes.isSingle { c.wouldSendByHub[routes.hubs[hub], default: 0] += fresh.count }
             }
             for send in fresh {
                 tally.example("\(record.itemID ?? "-") [\(record.reason)] → \(send.tagExpression): \(item.headline)")
@@ -105,11 +115,24 @@ struct ReplayPreparer: RecordPreparer {
             return .done
         }
         let sends = fresh.map {
-            ReplaySend(ticket: tally.nextTicket(), send: $0, record: record, item: item, category: category)
+            ReplaySend(ticket: tally.nextTicket(), send: $0, record: record, item: item, category: category, hub: hub)
         }
         tally.planned(sends)
         // No maximum age: a replay is a decision to send what is old.
-        return .sends(sends, priority: item.priority ?? .normal)
+        return .sends(sends, priority: item.priority ?? .normal, hub: hub)
+    }
+
+    /// The hub a record goes back to: the one it failed at, if the routes name it; else the one
+    /// its item's routes name. nil (reported): neither.
+    private func hub(of record: ReplayRecord, item: NewsItem, category: String, message: KafkaMessage) -> Int? {
+        if routes.isSingle { return 0 }
+        if let name = record.hub, let hub = routes.hubs.firstIndex(of: name) { return hub }
+        switch routes.hub(category: category, tenant: item.tenant) {
+        case .success(let hub): return hub
+        case .failure(let error):
+            report("replay: \(position(of: message)): \(error.field): \(error), skipped")
+            return nil
+        }
     }
 
     private func position(of message: KafkaMessage) -> String {
@@ -126,4 +149,6 @@ struct ReplaySend: Sendable {
     let record: ReplayRecord
     let item: NewsItem
     let category: String
+    /// The number of the hub it goes to.
+    let hub: Int
 }

@@ -8,7 +8,11 @@ import Synchronization
 /// Re-sends through the same client and retry path as `run` (paced by the engine, at most `--rate`
 /// per second); what fails again becomes a new dead-letter record with the attempts added up.
 final class ReplaySender: Sender {
-    let client: NotificationHubClient?
+    /// By hub number; empty in a dry run.
+    let clients: [NotificationHubClient]
+    /// Each hub's resource URI (its name in the ledger) and, with several, its routes name.
+    let resourceURIs: [String]
+    let hubNames: [String]?
     /// Where accepted sends are recorded, so that no later replay nor run sends them again.
     let ledger: (any DeliveryLedger)?
     let tally: ReplayTally
@@ -16,13 +20,16 @@ final class ReplaySender: Sender {
     let logger: Logger
 
     init(
-        client: NotificationHubClient?,
+        clients: [NotificationHubClient],
+        hubNames: [String]? = nil,
         ledger: (any DeliveryLedger)?,
         tally: ReplayTally,
         metrics: PipelineMetrics,
         logger: Logger
     ) {
-        self.client = client
+        self.clients = clients
+        self.hubNames = hubNames
+        resourceURIs = clients.map(\.configuration.resourceURI)
         self.ledger = ledger
         self.tally = tally
         self.metrics = metrics
@@ -34,7 +41,9 @@ final class ReplaySender: Sender {
 
     func deliver(_ work: ReplaySend) async -> PipelineEngine<ReplaySend>.Outcome {
         // A dry run plans no sends, so a replay without a client never gets here.
-        guard let client else { return .abandoned }
+        guard clients.indices.contains(work.hub) else { return .abandoned }
+        let client = clients[work.hub]
+        let hubMetrics = metrics.hubs[metrics.hubs.indices.contains(work.hub) ? work.hub : 0]
         do {
             _ = try await client.send(
                 work.send.notification,
@@ -42,19 +51,19 @@ final class ReplaySender: Sender {
                 scheduledAt: work.send.scheduledAt
             )
             ledger?.record(
-                hub: client.configuration.resourceURI,
+                hub: resourceURIs[work.hub],
                 itemID: work.item.id,
                 platform: work.send.platform,
                 audience: work.send.tagExpression,
                 source: TopicPartition(topic: work.record.sourceTopic, partition: work.record.sourcePartition)
             )
             tally.settled(work.ticket) { $0.sent += 1 }
-            metrics.sent(work.send.notification.platform).increment()
+            hubMetrics.sent(work.send.notification.platform).increment()
             return .delivered
         } catch {
             if let notTheItems = PipelineEngine<ReplaySend>.Outcome(notTheItemsFault: error) { return notTheItems }
             tally.settled(work.ticket) { $0.failed += 1 }
-            metrics.failed.increment()
+            hubMetrics.failed.increment()
             let source = KafkaMessage(
                 topic: work.record.sourceTopic,
                 partition: work.record.sourcePartition,
@@ -72,6 +81,7 @@ final class ReplaySender: Sender {
                     category: work.category,
                     audience: work.send.tagExpression,
                     platform: work.send.platform,
+                    hub: hubNames?[work.hub],
                     source: source,
                     firstAttemptAt: error.firstAttemptAt,
                     lastAttemptAt: error.lastAttemptAt

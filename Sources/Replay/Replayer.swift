@@ -46,10 +46,13 @@ public final class Replayer: Service, Sendable {
     let dryRun: Bool
     let hubWatch: HubWatch
 
-    /// `report` receives problem lines and the progress line (stderr in the CLI).
+    /// `report` receives problem lines and the progress line (stderr in the CLI). `clients`: by hub
+    /// number, as `routes` names them (empty in a dry run); `maxRates`: each hub's known quota.
     public init(
         source: Source,
-        client: NotificationHubClient?,
+        clients: [NotificationHubClient],
+        routes: HubRoutes = .single("hub"),
+        maxRates: [Double?] = [],
         deadLetters: (any DeadLetterSink)?,
         quota: QuotaSharing? = nil,
         ledger: (any DeliveryLedger)? = nil,
@@ -80,6 +83,16 @@ public final class Replayer: Service, Sendable {
         shell.engine.drainTimeout = configuration.drainTimeout
         shell.engine.revokeTimeout = min(.seconds(10), configuration.drainTimeout)
         shell.engine.stopWhenIdle = configuration.idle
+        shell.hubNames = routes.hubs
+        if routes.hubs.count > 1 {
+            shell.engine.hubPacing = routes.hubs.indices.map { hub in
+                var pacing = shell.engine.pacing
+                if maxRates.indices.contains(hub), let rate = maxRates[hub] {
+                    pacing.maxRate = min(rate, configuration.rate ?? rate)
+                }
+                return pacing
+            }
+        }
         pipeline = Pipeline(
             source: records,
             preparer: ReplayPreparer(
@@ -87,16 +100,24 @@ public final class Replayer: Service, Sendable {
                 tally: tally,
                 metrics: metrics,
                 delivered: Set(recorded.map(\.processKey)),
+                routes: routes,
                 report: report
             ),
-            sender: ReplaySender(client: client, ledger: ledger, tally: tally, metrics: metrics, logger: logger),
+            sender: ReplaySender(
+                clients: clients,
+                hubNames: routes.hubs.count > 1 ? routes.hubs : nil,
+                ledger: ledger,
+                tally: tally,
+                metrics: metrics,
+                logger: logger
+            ),
             deadLetters: deadLetters ?? NoDeadLetterSink(),
             quota: quota,
             configuration: shell,
             metrics: metrics,
             observer: PipelineObserver(
-                hubUnavailable: { hubWatch.unavailable($1) },
-                hubAvailable: { _ in hubWatch.available() }
+                hubUnavailable: { hubWatch.unavailable($1, hub: $0) },
+                hubAvailable: { hubWatch.available(hub: $0) }
             ),
             logger: logger,
             clock: ContinuousClock()
@@ -219,6 +240,8 @@ extension DeadLetterRecord {
             itemID: record.itemID,
             category: record.category,
             audience: audience,
+            platform: record.platform,
+            hub: record.hub,
             source: KafkaMessage(
                 topic: record.sourceTopic,
                 partition: record.sourcePartition,

@@ -127,6 +127,20 @@ import Testing
             sportsOnly.stdout.hasPrefix("dry run: 2 sends would go out"),
             "\(sportsOnly.stdout)\(sportsOnly.stderr)"
         )
+        // With the routes, one replay sends each record back to the hub it failed at.
+        let replay = [
+            "replay", "--brokers", h.broker.bootstrap, "--from", "file:" + h.dlq.path, "--routes", routes.path,
+        ]
+        let planned = try await HubcastBinary.run(replay + ["--dry-run"], environment: [:], timeout: .seconds(60))
+        #expect(planned.stdout.contains("by hub: main 1, sports 2"), "\(planned.stdout)\(planned.stderr)")
+        let replayed = try await HubcastBinary.run(
+            replay + ["--metrics-interval", "1", "--retry-base-ms", "10"],
+            environment: [:],
+            timeout: .seconds(120)
+        )
+        #expect(replayed.status == 0, "\(replayed.stderr.suffix(2000))")
+        #expect(try await h.acceptedSends() == 501, "the main hub's one record went back to it")
+        #expect(try await PipelineHarness.acceptedSends(at: sportsURL) == 132, "the sports hub's two went back to it")
     }
 
     @Test func aRoutesFileNamingAMissingSecretIsRefusedNamingTheField() async throws {

@@ -100,7 +100,7 @@ struct ReplayCommand: AsyncParsableCommand {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Only sends that failed at these hubs, by the names a routes file gave them (comma-separated or repeated); replay each hub's to that hub.",
+            "Only sends that failed at these hubs, by the names a routes file gave them (comma-separated or repeated).",
             valueName: "name"
         )
     )
@@ -152,6 +152,8 @@ struct ReplayCommand: AsyncParsableCommand {
     )
     var skipHubCheck = false
 
+    @OptionGroup var routesOption: RoutesOption
+
     @OptionGroup var quota: QuotaTopicOption
 
     @OptionGroup var ledger: LedgerOption
@@ -184,20 +186,34 @@ struct ReplayCommand: AsyncParsableCommand {
         let kafkaConfig = try kafka.configuration(settings)
         let source = try await makeSource(kafkaConfig, settings: settings, logger: logger)
         let fromFile: Bool = if case .file = source { true } else { false }
-        var client: NotificationHubClient?
+        var clients: [NotificationHubClient] = []
         var sink: (any DeadLetterSink)?
         var producer: KafkaProducer?
         var deliveryLedger: KafkaDeliveryLedger?
         var recorded: [RecordedSend] = []
+        // With --routes, each record goes back to the hub it failed at (else where its item's
+        // routes say); a dry run reads the routes only to say how many would go to each hub.
+        var routes = HubRoutes.single("hub")
+        var hubs: [PipelineService.Hub] = []
+        if !dryRun || settings.string(routesOption.routes, "routes") != nil {
+            let named = try routesOption.hubs(settings, hubOptions: hubOptions, categories: categories.names)
+            (hubs, routes) = (named.hubs, named.routes)
+            if !dryRun {
+                let transport = CurlTransport(configuration: named.transport, logger: logger)
+                // The engine holds a throttled send for its Retry-After and paces the rest, as in `run`.
+                clients = hubs.map {
+                    HubSender.client(configuration: $0.configuration, transport: transport, logger: logger)
+                }
+            }
+        }
         if !dryRun {
-            let (hubConfig, transportConfig) = try hubOptions.configuration(settings)
             // What the hub already accepted (from a run or an earlier replay) is not sent again. From
             // a file there may be no Kafka at all, so only when a topic is named.
             let ledgerTopic = try ledger.topic(settings, default: fromFile ? nil : KafkaDeliveryLedger.defaultTopic)
             if let opened = try await LedgerOption.open(
                 topic: ledgerTopic,
                 kafka: kafkaConfig,
-                hubs: [hubConfig.resourceURI],
+                hubs: hubs.map(\.configuration.resourceURI),
                 window: try ledger.window(settings),
                 logger: logger
             ) {
@@ -208,39 +224,42 @@ struct ReplayCommand: AsyncParsableCommand {
                     "No delivered-sends ledger (--ledger-topic): sends the hub already accepted may go again, and a second replay of these records repeats them"
                 )
             }
-            // The engine holds a throttled send for its Retry-After and paces the rest, as in `run`.
-            let hub = HubSender.client(
-                configuration: hubConfig,
-                transport: CurlTransport(configuration: transportConfig, logger: logger),
-                logger: logger
-            )
             if !(try settings.bool(skipHubCheck, "skip-hub-check")) {
-                try await HubCheck.verify(hub, timeout: try kafka.timeout(settings))
+                for (client, hub) in zip(clients, hubs) {
+                    try await HubCheck.verify(
+                        client,
+                        timeout: try kafka.timeout(settings),
+                        name: hubs.count > 1 ? hub.name : nil
+                    )
+                }
             }
-            client = hub
             (sink, producer) = try PipelineOptions.sink(sinkSpec, kafka: kafkaConfig, logger: logger)
         }
         // A replay sends to the hub beside the running instances: it takes its share of the quota
         // with them. From a file there may be no Kafka at all, so only when a topic is named.
         var shared: (exchange: KafkaQuotaExchange, sharing: QuotaSharing)?
-        if let client {
+        if let first = clients.first {
             shared = try QuotaTopicOption.sharing(
                 topic: try quota.topic(settings, default: fromFile ? nil : QuotaSharing.defaultTopic),
                 kafka: kafkaConfig,
                 instance: QuotaSharing.uniqueInstance(),
-                hubs: [client.configuration.connection.baseURL],
+                // As `run` keys them: one hub its namespace, several each their own hub.
+                hubs: clients.count == 1
+                    ? [first.configuration.connection.baseURL] : clients.map(\.configuration.resourceURI),
                 logger: logger
             )
         }
         let replayer = Replayer(
             source: source,
-            client: client,
+            clients: clients,
+            routes: routes,
+            maxRates: hubs.map(\.maxRate),
             deadLetters: sink,
             quota: shared?.sharing,
             ledger: deliveryLedger,
             recorded: recorded,
             configuration: config,
-            metrics: PipelineMetrics(categories: categories.names),
+            metrics: PipelineMetrics(categories: categories.names, hubs: routes.hubs),
             logger: logger,
             report: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
         )
@@ -367,6 +386,15 @@ struct ReplayCommand: AsyncParsableCommand {
             "by reason: "
                 + c.wouldSendByReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         )
+        if !c.wouldSendByHub.isEmpty {
+            lines.append(
+                "by hub: "
+                    + c.wouldSendByHub.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(
+                        separator: ", "
+                    )
+            )
+        }
+        if c.noHub > 0 { lines.append("no hub in the routes: \(c.noHub)") }
         if !examples.isEmpty { lines.append("first records:") }
         lines += examples.map { "  " + $0 }
         return lines.joined(separator: "\n")

@@ -5,7 +5,7 @@ import NotificationHubs
 import Routes
 import TextFormats
 
-/// `--routes`: the hubs `run` sends to and which items go to which (a YAML file); without it,
+/// `--routes`: the hubs `run` and `replay` send to and which items go to which (a YAML file); without it,
 /// the one hub that `--hub` and the connection string name.
 struct RoutesOption: ParsableArguments {
     @Option(
