@@ -63,6 +63,25 @@ import Testing
         #expect(state.readiness(now: .zero).notes.isEmpty)
     }
 
+    @Test func severalHubsHaveACheckEachThatDecidesNothing() {
+        var configuration = HealthState.Configuration(consumes: true)
+        configuration.hubs = ["eu", "us"]
+        var state = HealthState(configuration: configuration, now: .zero)
+        state.assigned([Self.world0])
+        state.hubUnavailable("us", reason: "HTTP 401")
+        let verdict = state.readiness(now: .zero)
+        #expect(verdict.healthy, "one hub's outage holds only its items")
+        #expect(verdict.notes == ["hub:us: unavailable: HTTP 401"])
+        #expect(verdict.checks.contains { $0.name == "hub:eu" && $0.passed && $0.detail == "available" })
+        #expect(!verdict.checks.contains { $0.name == "hub" }, "no unnamed hub check beside the named ones")
+        state.hubUnavailable("eu", reason: "no answer")
+        #expect(
+            state.liveness(now: .zero).notes == ["hub:eu: unavailable: no answer", "hub:us: unavailable: HTTP 401"]
+        )
+        state.hubAvailable("us")
+        #expect(state.readiness(now: .zero).notes == ["hub:eu: unavailable: no answer"])
+    }
+
     @Test func aStoreThatDoesNotAnswerMakesTheBackendUnready() {
         var config = HealthState.Configuration(consumes: false)
         config.dependencies = ["store"]
