@@ -43,7 +43,7 @@ final class ReplaySender: Sender {
         // A dry run plans no sends, so a replay without a client never gets here.
         guard clients.indices.contains(work.hub) else { return .abandoned }
         let client = clients[work.hub]
-        let hubMetrics = metrics.hubs[metrics.hubs.indices.contains(work.hub) ? work.hub : 0]
+        let hubMetrics = metrics.hub(work.hub)
         do {
             _ = try await client.send(
                 work.send.notification,

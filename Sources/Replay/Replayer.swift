@@ -84,15 +84,11 @@ public final class Replayer: Service, Sendable {
         shell.engine.revokeTimeout = min(.seconds(10), configuration.drainTimeout)
         shell.engine.stopWhenIdle = configuration.idle
         shell.hubNames = routes.hubs
-        if routes.hubs.count > 1 {
-            shell.engine.hubPacing = routes.hubs.indices.map { hub in
-                var pacing = shell.engine.pacing
-                if maxRates.indices.contains(hub), let rate = maxRates[hub] {
-                    pacing.maxRate = min(rate, configuration.rate ?? rate)
-                }
-                return pacing
-            }
-        }
+        // A hub's known quota, and --rate, the replay's own cap, whichever is lower.
+        shell.engine.paceHubs(
+            count: routes.hubs.count,
+            maxRates: maxRates.map { rate in rate.map { min($0, configuration.rate ?? $0) } }
+        )
         pipeline = Pipeline(
             source: records,
             preparer: ReplayPreparer(

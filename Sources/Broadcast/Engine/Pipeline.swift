@@ -231,7 +231,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 let report = report(engine, quota, hub: h, now: now, leaving: false)
                 quota.exchange.publish(report)
                 let group = books[h].group(demand: report.demand, taken: report.taken, rate: report.rate, now: now)
-                hubMetrics(h).quotaPeers.set(books[h].others(now: now))
+                metrics.hub(h).quotaPeers.set(books[h].others(now: now))
                 actions += engine.shareHub(group, hub: h, now: now)
             }
             return actions
@@ -275,7 +275,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             case .completeRevoke(let id, let offsets):
                 revokes.complete(id, commit: offsets)
             case .reportHubUnavailable(let hub, let reason, let since):
-                hubMetrics(hub).hubAvailable.set(0)
+                metrics.hub(hub).hubAvailable.set(0)
                 observer.hubUnavailable(configuration.hubName(hub), reason)
                 logger.error(
                     "The hub is unavailable: its sends are held and its items wait until a probe succeeds; nothing is dead-lettered for it",
@@ -285,7 +285,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                     ]
                 )
             case .reportHubAvailable(let hub, let after, let heldSends, let failedProbes):
-                hubMetrics(hub).hubAvailable.set(1)
+                metrics.hub(hub).hubAvailable.set(1)
                 observer.hubAvailable(configuration.hubName(hub))
                 logger.info(
                     "The hub is available again",
@@ -342,9 +342,6 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             leaving: leaving
         )
     }
-
-    /// A hub's metrics; a hub the metrics were not told of counts as the first.
-    private func hubMetrics(_ hub: Int) -> HubMetrics { metrics.hubs[metrics.hubs.indices.contains(hub) ? hub : 0] }
 
     private func refreshGauges(_ engine: Engine) {
         let now = now()

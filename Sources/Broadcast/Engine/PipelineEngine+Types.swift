@@ -58,6 +58,20 @@ extension PipelineEngine {
         func pacing(ofHub hub: Int) -> HubPacer.Configuration {
             hubPacing.indices.contains(hub) ? hubPacing[hub] : pacing
         }
+
+        /// Paces each of `count` hubs as `pacing` says, but for a known quota of its own where
+        /// `maxRates` gives one (by hub number). Set `pacing` first.
+        public mutating func paceHubs(count: Int, maxRates: [Double?]) {
+            guard count > 1 || maxRates.contains(where: { $0 != nil }) else {
+                hubPacing = []
+                return
+            }
+            hubPacing = (0..<count).map { hub in
+                var own = pacing
+                if maxRates.indices.contains(hub), let rate = maxRates[hub] { own.maxRate = rate }
+                return own
+            }
+        }
     }
 
     /// Identifies a send or a dead-letter write handed to the shell.

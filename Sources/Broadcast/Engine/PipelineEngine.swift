@@ -79,6 +79,21 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
 
         var waiting: Int { lanes.count + throttledQueue.count }
 
+        /// Holds a throttled send until `notBefore`: the queue stays in that order (the Retry-Afters
+        /// of one hub are mostly the same, so this is an append).
+        mutating func holdThrottled(_ job: Job, until notBefore: Duration) {
+            var index = throttledQueue.endIndex
+            while index > throttledQueue.startIndex, throttledQueue[index - 1].notBefore > notBefore { index -= 1 }
+            throttledQueue.insert((notBefore, job), at: index)
+        }
+
+        /// Throttled sends whose `Retry-After` is over go back to their lanes, first in their partitions.
+        mutating func releaseThrottled(now: Duration) {
+            while let first = throttledQueue.first, first.notBefore <= now {
+                lanes.putBack(throttledQueue.removeFirst().job)
+            }
+        }
+
         /// Sends not started: they stay unfinished, read again by the next owner or after a restart.
         mutating func dropWaiting() {
             lanes.removeAll()
@@ -426,16 +441,10 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         hubs[run.job.hub].lanes.putBack(run.job)
     }
 
-    /// A throttled send, held until `notBefore`: the queue stays in that order (the Retry-Afters
-    /// of one hub are mostly the same, so this is an append).
+    /// A throttled send, held by its hub until `notBefore`.
     private mutating func holdThrottled(_ run: Running, until notBefore: Duration) {
         guard mayGoAgain(run) else { return }
-        let h = run.job.hub
-        var index = hubs[h].throttledQueue.endIndex
-        while index > hubs[h].throttledQueue.startIndex, hubs[h].throttledQueue[index - 1].notBefore > notBefore {
-            index -= 1
-        }
-        hubs[h].throttledQueue.insert((notBefore, run.job), at: index)
+        hubs[run.job.hub].holdThrottled(run.job, until: notBefore)
     }
 
     private func mayGoAgain(_ run: Running) -> Bool {
@@ -616,10 +625,7 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// Starts what may start at one hub: within its in-flight limit, its pacer's tokens and, while
     /// it is unavailable, one probe at a time.
     private mutating func startSends(hub h: Int, now: Duration, into actions: inout [Action]) {
-        while let first = hubs[h].throttledQueue.first, first.notBefore <= now {
-            let job = hubs[h].throttledQueue.removeFirst().job
-            hubs[h].lanes.putBack(job)
-        }
+        hubs[h].releaseThrottled(now: now)
         var probe = false
         if case .unavailable = hubs[h].state {
             // One send at a time probes an unavailable hub.

@@ -65,15 +65,8 @@ public struct PipelineMetrics: Sendable {
         sloMissed = Priority.allCases.map { Counter(label: "hubcast_slo_missed", dimensions: [("priority", $0.name)]) }
     }
 
-    // The first hub's, for the commands that send to one.
-    public var failed: Counter { hubs[0].failed }
-    public var scheduled: Counter { hubs[0].scheduled }
-    public var retried: Counter { hubs[0].retried }
-    public var throttled: Counter { hubs[0].throttled }
-    public var hubAvailable: Meter { hubs[0].hubAvailable }
-    public var sasTokensMinted: Meter { hubs[0].sasTokensMinted }
-    public var sendLatency: Timer { hubs[0].sendLatency }
-    public func sent(_ platform: NativePlatform?) -> Counter { hubs[0].sent(platform) }
+    /// Hub number `hub`'s metrics; a number they were not made for counts as the first hub's.
+    public func hub(_ hub: Int) -> HubMetrics { hubs[hubs.indices.contains(hub) ? hub : 0] }
 
     /// `target`: the priority's time-to-hub target in milliseconds, if it has one.
     func recordEndToEnd(category: String, priority: Priority, milliseconds: Int64, target: Int64?) {

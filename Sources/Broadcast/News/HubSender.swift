@@ -73,7 +73,7 @@ public final class HubSender: Sender {
         self.hub = hub
         self.hubName = hubName
         resourceURI = configuration.resourceURI
-        hubMetrics = metrics.hubs[metrics.hubs.indices.contains(hub) ? hub : 0]
+        hubMetrics = metrics.hub(hub)
         self.logger = logger
         self.clock = clock
     }

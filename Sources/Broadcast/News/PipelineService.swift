@@ -137,13 +137,7 @@ public enum PipelineService {
         shell.hubNames = hubs
         shell.engine.maxInFlight = c.concurrency
         shell.engine.pacing.maxRate = c.maxRate
-        shell.engine.hubPacing =
-            hubs.count > 1 || maxRates.contains(where: { $0 != nil })
-            ? hubs.indices.map { hub in
-                var pacing = shell.engine.pacing
-                if maxRates.indices.contains(hub), let rate = maxRates[hub] { pacing.maxRate = rate }
-                return pacing
-            } : []
+        shell.engine.paceHubs(count: hubs.count, maxRates: maxRates)
         shell.engine.batchSize = c.batchSize
         shell.engine.maxQueued = max(c.batchSize * 2, c.concurrency * 2)
         shell.engine.commitInterval = c.commitInterval

@@ -238,14 +238,12 @@ struct ReplayCommand: AsyncParsableCommand {
         // A replay sends to the hub beside the running instances: it takes its share of the quota
         // with them. From a file there may be no Kafka at all, so only when a topic is named.
         var shared: (exchange: KafkaQuotaExchange, sharing: QuotaSharing)?
-        if let first = clients.first {
+        if !clients.isEmpty {
             shared = try QuotaTopicOption.sharing(
                 topic: try quota.topic(settings, default: fromFile ? nil : QuotaSharing.defaultTopic),
                 kafka: kafkaConfig,
                 instance: QuotaSharing.uniqueInstance(),
-                // As `run` keys them: one hub its namespace, several each their own hub.
-                hubs: clients.count == 1
-                    ? [first.configuration.connection.baseURL] : clients.map(\.configuration.resourceURI),
+                hubs: clients.map(\.configuration),
                 logger: logger
             )
         }

@@ -136,8 +136,7 @@ struct RunCommand: AsyncParsableCommand {
             topic: quotaTopic,
             kafka: kafkaConfig,
             instance: instance,
-            // One hub shares its namespace's quota; several each share their own hub's.
-            hubs: hubs.count == 1 ? [hubConfig.connection.baseURL] : hubs.map(\.configuration.resourceURI),
+            hubs: hubs.map(\.configuration),
             logger: logger
         )
         let quotaExchange = shared?.exchange

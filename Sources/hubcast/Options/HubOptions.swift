@@ -98,13 +98,20 @@ struct HubOptions: ParsableArguments {
         else {
             throw .usage("no connection string: set HUBCAST_CONNECTION_STRING or --connection-string-file")
         }
-        let connection: ConnectionString
+        return try configuration(
+            settings,
+            hubName: hubName,
+            connection: Self.connection(text, setting: "connection string")
+        )
+    }
+
+    /// A connection string's text (a secret file's, trimmed) parsed; `setting` names it in the error.
+    static func connection(_ text: String, setting: String) throws(CLIError) -> ConnectionString {
         do {
-            connection = try ConnectionString(parsing: text)
+            return try ConnectionString(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines))
         } catch {
-            throw .usage("connection string", error)
+            throw .usage(setting, error)
         }
-        return try configuration(settings, hubName: hubName, connection: connection)
     }
 
     /// True when the settings name a hub (by flag, environment or file): `--routes` names its own.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Broadcast
 import Kafka
 import Logging
+import NotificationHubs
 
 /// `--quota-topic`: how the instances sending to one hub namespace find each other and share its
 /// quota (`run` and `replay`).
@@ -22,13 +23,13 @@ struct QuotaTopicOption: ParsableArguments {
     }
 
     /// The exchange (a service to run beside the pipeline) and what the pipeline shares through it,
-    /// or nil to pace alone. The quota is the namespace's: every instance sending to it shares it,
-    /// whatever its group.
+    /// or nil to pace alone. One hub's quota is its namespace's: every instance sending to it shares
+    /// it, whatever its group. Several hubs (`--routes`) each share their own hub's.
     static func sharing(
         topic: String?,
         kafka: KafkaConfiguration,
         instance: String,
-        hubs: [String],
+        hubs: [NotificationHubConfiguration],
         logger: Logger
     ) throws(CLIError) -> (exchange: KafkaQuotaExchange, sharing: QuotaSharing)? {
         guard let topic else { return nil }
@@ -38,6 +39,7 @@ struct QuotaTopicOption: ParsableArguments {
         } catch {
             throw .usage("Kafka configuration: \(error)")
         }
-        return (exchange, QuotaSharing(exchange: exchange, instance: instance, hubs: hubs))
+        let owners = hubs.count == 1 ? hubs.map(\.connection.baseURL) : hubs.map(\.resourceURI)
+        return (exchange, QuotaSharing(exchange: exchange, instance: instance, hubs: owners))
     }
 }

@@ -55,16 +55,10 @@ struct RoutesOption: ParsableArguments {
             guard let secret = try? String(contentsOfFile: hub.connectionStringFile, encoding: .utf8) else {
                 throw .usage("\(field): cannot read \(LegibleText.quoted(hub.connectionStringFile))")
             }
-            let connection: ConnectionString
-            do {
-                connection = try ConnectionString(parsing: secret.trimmingCharacters(in: .whitespacesAndNewlines))
-            } catch {
-                throw .usage("\(field): the connection string", error)
-            }
             let (configuration, shared) = try hubOptions.configuration(
                 settings,
                 hubName: hub.hubName,
-                connection: connection
+                connection: HubOptions.connection(secret, setting: "\(field): the connection string")
             )
             guard !hubs.contains(where: { $0.configuration.resourceURI == configuration.resourceURI }) else {
                 throw .usage(
