@@ -482,11 +482,19 @@ import Testing
             try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World").attempts == 1
         )
 
+        // A hub that fails part-way through a job: two sends go through, then every one is refused.
+        fault(Fault(status: 401, after: 2))
+        let untouched = try await client.sendTemplate(properties: [("messageParam", "m")], tagExpression: "World")
+        #expect(untouched.attempts == 1)
+        #expect(try await rawSend(live, tags: "World").status == 201)
+        #expect(try await rawSend(live, tags: "World").status == 401)
+        #expect(try await rawSend(live, tags: "World").status == 401)
+
         let (stats, _) = try await live.get("_emulator/stats")
         let counts = try #require(
             (try JSONSerialization.jsonObject(with: stats) as? [String: Any])?["statusCounts"] as? [String: Int]
         )
-        #expect(counts["429"] == 1 && counts["403"] == 1 && counts["503"] == 3)
+        #expect(counts["429"] == 1 && counts["403"] == 1 && counts["503"] == 3 && counts["401"] == 2)
     }
 
     private func rawSend(_ live: LiveEmulator, tags: String, authorization: String? = nil) async throws -> HTTPResponse

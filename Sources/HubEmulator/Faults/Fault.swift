@@ -16,6 +16,8 @@ public struct Fault: Sendable, Codable, Equatable {
     public var tag: String?
     /// Fire at most this many times.
     public var count: Int?
+    /// Let this many matching sends through untouched first: a hub that fails part-way through a job.
+    public var after: Int?
 
     public init(
         status: Int? = nil,
@@ -25,7 +27,8 @@ public struct Fault: Sendable, Codable, Equatable {
         dropConnection: Double? = nil,
         quotaExceeded: Bool? = nil,
         tag: String? = nil,
-        count: Int? = nil
+        count: Int? = nil,
+        after: Int? = nil
     ) {
         self.status = status
         self.rate = rate
@@ -35,5 +38,6 @@ public struct Fault: Sendable, Codable, Equatable {
         self.quotaExceeded = quotaExceeded
         self.tag = tag
         self.count = count
+        self.after = after
     }
 }

@@ -18,6 +18,7 @@ public final class FaultInjector: Sendable {
     private struct Active {
         var fault: Fault
         var fired = 0
+        var passed = 0
     }
 
     private let faults = Mutex<[Active]>([])
@@ -40,6 +41,10 @@ public final class FaultInjector: Sendable {
                 let fault = faults[i].fault
                 if let tag = fault.tag, !tags.contains(tag) { continue }
                 if let count = fault.count, faults[i].fired >= count { continue }
+                if let after = fault.after, faults[i].passed < after {
+                    faults[i].passed += 1
+                    continue
+                }
                 var fired = false
                 if let latency = fault.latencyMs, random() < (fault.rate ?? 1) {
                     decision.latencyMs += latency
