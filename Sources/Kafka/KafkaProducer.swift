@@ -59,24 +59,13 @@ public final class KafkaProducer: Sendable {
         timestampMs: Int64? = nil
     ) async throws -> DeliveryReport {
         while true {
-            guard !closed.withLock({ $0 }) else { throw KafkaError.shutDown }
             do {
                 return try await withCheckedThrowingContinuation { continuation in
-                    let box = Unmanaged.passRetained(DeliveryBox(continuation, topic: topic))
-                    do {
-                        try value.withUnsafeBytes { bytes in
-                            try client.produce(
-                                topic: topic,
-                                partition: partition,
-                                key: key,
-                                value: bytes,
-                                headers: headers,
-                                timestampMs: timestampMs,
-                                opaque: box.toOpaque()
-                            )
+                    do throws(KafkaError) {
+                        try produce(topic, partition, key, value, headers, timestampMs) {
+                            continuation.resume(with: $0.mapError { $0 as any Error })
                         }
                     } catch {
-                        box.release()
                         continuation.resume(throwing: error)
                     }
                 }
@@ -87,11 +76,30 @@ public final class KafkaProducer: Sendable {
         }
     }
 
-    /// Hands one message to librdkafka and returns at once: nobody waits for its delivery, which
-    /// is batched with others (`linger.ms`). Throws when librdkafka's queue is full or the producer
-    /// is closed; a delivery that fails later is counted in `failedEnqueued`. For records whose
-    /// loss costs little and whose wait would cost a send (the delivered-sends ledger).
-    public func enqueue(topic: String, partition: Int32?, key: [UInt8], value: [UInt8]) throws(KafkaError) {
+    /// Hands one message to librdkafka and returns at once; the message is batched with others
+    /// (`linger.ms`). `delivered` is called on the producer's thread once the broker has it or
+    /// librdkafka gave up, and never when this throws (a full queue, a closed producer); with no
+    /// `delivered`, a delivery that fails later is counted in `failedEnqueued`. For callers that
+    /// must not spend a task on the wait (the delivered-sends ledger).
+    public func enqueue(
+        topic: String,
+        partition: Int32?,
+        key: [UInt8],
+        value: [UInt8],
+        delivered: (@Sendable (Result<DeliveryReport, KafkaError>) -> Void)? = nil
+    ) throws(KafkaError) {
+        try produce(topic, partition, key, value, [], nil, delivered)
+    }
+
+    private func produce(
+        _ topic: String,
+        _ partition: Int32?,
+        _ key: [UInt8]?,
+        _ value: [UInt8],
+        _ headers: [KafkaHeader],
+        _ timestampMs: Int64?,
+        _ delivered: DeliveryBox.Completion?
+    ) throws(KafkaError) {
         guard !closed.withLock({ $0 }) else { throw KafkaError.shutDown }
         let client = self.client
         let produced: Result<Void, KafkaError> = value.withUnsafeBytes { bytes in
@@ -101,9 +109,9 @@ public final class KafkaProducer: Sendable {
                     partition: partition,
                     key: key,
                     value: bytes,
-                    headers: [],
-                    timestampMs: nil,
-                    opaque: nil
+                    headers: headers,
+                    timestampMs: timestampMs,
+                    delivered: delivered
                 )
             }
         }

@@ -50,13 +50,20 @@ final class ReplaySender: Sender {
                 tagExpression: work.send.tagExpression,
                 scheduledAt: work.send.scheduledAt
             )
-            ledger?.record(
-                hub: resourceURIs[work.hub],
-                itemID: work.item.id,
-                platform: work.send.platform,
-                audience: work.send.tagExpression,
-                source: TopicPartition(topic: work.record.sourceTopic, partition: work.record.sourcePartition)
-            )
+            if let ledger {
+                // Held until it is stored, as in `run`: a SIGKILL repeats at most the sends in flight.
+                await withCheckedContinuation { stored in
+                    ledger.record(
+                        LedgerKey(
+                            hub: resourceURIs[work.hub],
+                            itemID: work.item.id,
+                            platform: work.send.platform,
+                            audience: work.send.tagExpression
+                        ),
+                        source: TopicPartition(topic: work.record.sourceTopic, partition: work.record.sourcePartition)
+                    ) { stored.resume() }
+                }
+            }
             tally.settled(work.ticket) { $0.sent += 1 }
             hubMetrics.sent(work.send.notification.platform).increment()
             return .delivered

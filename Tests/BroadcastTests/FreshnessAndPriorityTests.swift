@@ -107,6 +107,7 @@ import Testing
     func hubSender(
         _ transport: some HTTPTransport,
         retry: RetryPolicy = RetryPolicy(),
+        ledger: (any DeliveryLedger)? = nil,
         clock: @escaping @Sendable () -> Double = { FreshnessAndPriorityTests.now }
     ) throws -> HubSender {
         let connection = try ConnectionString(
@@ -118,6 +119,7 @@ import Testing
             configuration: configuration,
             transport: transport,
             delivered: DeliveredSends(capacity: 10),
+            ledger: ledger,
             metrics: PipelineMetrics(categories: ["World"]),
             logger: Self.logger,
             clock: clock

@@ -17,8 +17,9 @@ import Testing
     struct FakeLedger: DeliveryLedger {
         let log: Log
         let held: [RecordedSend]
-        func record(hub: String, itemID: String, platform: String, audience: String, source: TopicPartition) {
-            log.add("record \(itemID)")
+        func record(_ key: LedgerKey, source: TopicPartition, stored: @escaping @Sendable () -> Void) {
+            log.add("record \(key.itemID)")
+            stored()
         }
         func recorded(for partitions: [TopicPartition]) -> [RecordedSend] {
             log.add("read \(partitions.map(\.description))")

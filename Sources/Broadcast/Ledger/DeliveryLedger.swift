@@ -1,12 +1,14 @@
 import Kafka
 
 /// Where the sends the hub accepted are recorded, so that no process sends them again: not after
-/// a crash, a rebalance or a restart, nor in a replay. Records are written without waiting (a send
-/// never waits for its record), and read back when a process takes partitions over.
+/// a crash, a rebalance or a restart, nor in a replay. Records are read back when a process takes
+/// partitions over.
 public protocol DeliveryLedger: Sendable {
-    /// Records that `hub` (its resource URI) accepted this send of the record at `source`. Never
-    /// blocks; a record that cannot be written is counted in `unrecorded`, and the send may be made again.
-    func record(hub: String, itemID: String, platform: String, audience: String, source: TopicPartition)
+    /// Records that the hub accepted the send `key` names, of the record at `source`, and calls
+    /// `stored` once the record is stored or could not be (then it is counted in `unrecorded`, and
+    /// the send may be made again). Never blocks: `stored` comes later, on another thread. A send
+    /// holds its slot until then, so what a SIGKILL can send twice is the sends in flight, no more.
+    func record(_ key: LedgerKey, source: TopicPartition, stored: @escaping @Sendable () -> Void)
     /// The sends recorded within the window for items of `partitions` (and whatever else shares
     /// their part of the ledger). Blocks; what cannot be read is logged and left out.
     func recorded(for partitions: [TopicPartition]) -> [RecordedSend]

@@ -8,8 +8,9 @@ import TextFormats
 /// share. One record per accepted send, keyed by its `LedgerKey` (so compaction keeps one per
 /// send), written to the ledger partition of the news partition it came from: a process taking a
 /// news partition over reads one ledger partition, not the whole ledger. Records are batched by
-/// librdkafka (`linger.ms`, 1 ms); a revoke waits for them (`flush`) before the partition's commit,
-/// so the next owner reads them; a SIGKILL loses the ones not yet written (a millisecond's worth).
+/// librdkafka (`linger.ms`, 1 ms), and a send's slot is held until its record is stored, so a
+/// SIGKILL can lose only the records of sends still in flight; a revoke waits for them (`flush`)
+/// before the partition's commit, so the next owner reads them.
 public final class KafkaDeliveryLedger: DeliveryLedger {
     public static let defaultTopic = "hubcast.delivered"
     /// How long reading the ledger back may take before the sends it did not read may repeat.
@@ -37,10 +38,9 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         logger: Logger,
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) async throws(KafkaError) -> KafkaDeliveryLedger {
-        // Batched by librdkafka every millisecond: what a SIGKILL can lose is that millisecond's
-        // records, and it costs no measurable throughput (0.97× the build before, within the runs'
-        // spread). A SIGKILL at 64 in flight sent 64, 65 and 67 twice; with librdkafka's default
-        // 5 ms, 65, 68 and 79; with 20 ms, more still (benchmarks/README.md).
+        // Batched by librdkafka every millisecond. A send holds its slot until its record is
+        // stored, so the batching delay is a slot's time: at 5 ms, 64 slots carried 0.66× the
+        // sends a second of 1 ms, at no less CPU (benchmarks/README.md).
         var configuration = KafkaProducerConfiguration(kafka: kafka)
         configuration.lingerMs = 1
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
@@ -89,8 +89,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         self.clock = clock
     }
 
-    public func record(hub: String, itemID: String, platform: String, audience: String, source: TopicPartition) {
-        let key = LedgerKey(hub: hub, itemID: itemID, platform: platform, audience: audience)
+    public func record(_ key: LedgerKey, source: TopicPartition, stored: @escaping @Sendable () -> Void) {
         // The value says where the item was read: for a person reading the topic, not for hubcast.
         var value = JSONWriter(reservingCapacity: 48 + source.topic.utf8.count)
         value.beginObject()
@@ -104,14 +103,22 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
                 partition: Int32(Self.ledgerPartition(of: source, among: partitions)),
                 key: key.encoded,
                 value: value.bytes
-            )
-        } catch {
-            if dropped.add(1, ordering: .relaxed).newValue == 1 {
-                logger.warning(
-                    "A delivered send could not be recorded in the ledger: it may be sent again after a restart",
-                    metadata: ["topic": "\(topic)", "error": "\(error)"]
-                )
+            ) { [self] delivery in
+                if case .failure(let error) = delivery { lost(error) }
+                stored()
             }
+        } catch {
+            lost(error)
+            stored()
+        }
+    }
+
+    private func lost(_ error: KafkaError) {
+        if dropped.add(1, ordering: .relaxed).newValue == 1 {
+            logger.warning(
+                "A delivered send could not be recorded in the ledger: it may be sent again after a restart",
+                metadata: ["topic": "\(topic)", "error": "\(error)"]
+            )
         }
     }
 
@@ -164,7 +171,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         }
     }
 
-    public var unrecorded: Int { dropped.load(ordering: .relaxed) + producer.failedEnqueued }
+    public var unrecorded: Int { dropped.load(ordering: .relaxed) }
 
     /// Writes what is left (up to `timeout`) and stops the producer.
     public func close(timeout: Duration = .seconds(10)) async {

@@ -134,7 +134,9 @@ public final class HubSender: Sender {
                 deadline: send.staleAt,
                 scheduledAt: send.planned.scheduledAt
             )
-            return conclude(send, .success(result))
+            let outcome = conclude(send, .success(result))
+            await withCheckedContinuation { stored in recorded(send) { stored.resume() } }
+            return outcome
         } catch {
             return conclude(send, .failure(error))
         }
@@ -162,7 +164,11 @@ public final class HubSender: Sender {
                 tagExpression: send.planned.tagExpression,
                 deadline: send.staleAt,
                 scheduledAt: send.planned.scheduledAt
-            ) { [self] result in finished(conclude(send, result)) }
+            ) { [self] result in
+                let outcome = conclude(send, result)
+                guard case .success = result else { return finished(outcome) }
+                recorded(send) { finished(outcome) }
+            }
         }
         return true
     }
@@ -188,6 +194,22 @@ public final class HubSender: Sender {
         )
     }
 
+    /// An accepted send's record in the ledger, if there is one: `then` once it is stored, so the
+    /// send's slot is not free before a restart would know not to send it again.
+    private func recorded(_ send: NewsSend, then: @escaping @Sendable () -> Void) {
+        guard !send.isCanary, let ledger else { return then() }
+        ledger.record(
+            LedgerKey(
+                hub: resourceURI,
+                itemID: send.itemID,
+                platform: send.planned.platform,
+                audience: send.planned.tagExpression
+            ),
+            source: send.source.topicPartition,
+            stored: then
+        )
+    }
+
     /// How a claimed send ended, counted.
     private func conclude(
         _ send: NewsSend,
@@ -197,15 +219,6 @@ public final class HubSender: Sender {
         case .success(let result):
             delivered.finished(send.deliveryKey, accepted: true)
             _ = forgetServerError(of: send)
-            if !send.isCanary, let ledger {
-                ledger.record(
-                    hub: resourceURI,
-                    itemID: send.itemID,
-                    platform: send.planned.platform,
-                    audience: send.planned.tagExpression,
-                    source: send.source.topicPartition
-                )
-            }
             if send.isCanary {
                 canary.withLock { $0 }?.accepted(send, notificationID: result.notificationID)
             } else if let produced = send.source.timestampMs {

@@ -378,8 +378,10 @@ final class RDKafkaClient: @unchecked Sendable {
         value: UnsafeRawBufferPointer,
         headers: [KafkaHeader],
         timestampMs: Int64?,
-        opaque: UnsafeMutableRawPointer?
+        delivered: DeliveryBox.Completion?
     ) throws(KafkaError) {
+        // Released by the delivery callback, or below when librdkafka refuses the message.
+        let box = delivered.map { Unmanaged.passRetained(DeliveryBox(topic: topic, completion: $0)) }
         var rdHeaders: OpaquePointer?
         if !headers.isEmpty {
             rdHeaders = rd_kafka_headers_new(headers.count)
@@ -402,12 +404,13 @@ final class RDKafkaClient: @unchecked Sendable {
                 value.count,
                 rdHeaders,
                 timestampMs ?? 0,
-                opaque
+                box?.toOpaque()
             )
         }
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
             // On success librdkafka owns the headers; on failure they are still ours.
             if let rdHeaders { rd_kafka_headers_destroy(rdHeaders) }
+            box?.release()
             throw .rdKafka(err, context: "produce to \(topic)")
         }
     }
@@ -493,12 +496,14 @@ final class RDKafkaClient: @unchecked Sendable {
 }
 
 /// Resumes the Swift continuation stored as a produced message's opaque pointer.
+/// What a message's delivery report calls, carried through librdkafka as the message's opaque.
 final class DeliveryBox: Sendable {
-    let continuation: CheckedContinuation<DeliveryReport, any Error>
+    typealias Completion = @Sendable (Result<DeliveryReport, KafkaError>) -> Void
     let topic: String
-    init(_ continuation: CheckedContinuation<DeliveryReport, any Error>, topic: String) {
-        self.continuation = continuation
+    let completion: Completion
+    init(topic: String, completion: @escaping Completion) {
         self.topic = topic
+        self.completion = completion
     }
 }
 
@@ -565,7 +570,7 @@ private func rdDeliveryCallback(
 ) {
     guard let message else { return }
     guard let privatePointer = message.pointee._private else {
-        // Produced with `enqueue`: nobody waits for it, so a failure is only counted.
+        // Nobody waits for it, so a failure is only counted.
         if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
             RDKafkaClient.callbacks(of: rk)?.unconfirmedFailures.add(1, ordering: .relaxed)
         }
@@ -574,9 +579,9 @@ private func rdDeliveryCallback(
     let box = Unmanaged<DeliveryBox>.fromOpaque(privatePointer).takeRetainedValue()
     let m = message.pointee
     if m.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-        box.continuation.resume(returning: DeliveryReport(topic: box.topic, partition: m.partition, offset: m.offset))
+        box.completion(.success(DeliveryReport(topic: box.topic, partition: m.partition, offset: m.offset)))
     } else {
-        box.continuation.resume(throwing: KafkaError.rdKafka(m.err, context: "deliver to \(box.topic)"))
+        box.completion(.failure(.rdKafka(m.err, context: "deliver to \(box.topic)")))
     }
 }
 
