@@ -128,12 +128,14 @@ public final class KafkaProducer: Sendable {
         try client.flush(timeoutMs: timeout.timeoutMs)
     }
 
-    /// Waits for outstanding deliveries (up to `timeout`), then stops the producer.
+    /// Waits for outstanding deliveries (up to `timeout`), then stops the producer. What is still
+    /// undelivered is given up, and whoever waits for it hears so.
     public func close(timeout: Duration = .seconds(30)) async throws(KafkaError) {
         guard !closed.withLock({ $0 }) else { return }
         let client = self.client
         let ms = timeout.timeoutMs
         let result: Result<Void, KafkaError> = await Blocking.runCatching { () throws(KafkaError) in
+            defer { client.purgeUndelivered() }
             try client.flush(timeoutMs: ms)
         }
         if !markClosed() {

@@ -58,6 +58,7 @@ import Testing
         }
         var records = ledger.records.makeAsyncIterator()
         #expect(await records.next() == "s")
+        #expect(!ledger.log.withLock { $0 }.contains("ended"), "the send ended before its record was stored")
         ledger.storeAll()
         guard case .delivered = await ended.value else {
             Issue.record("an accepted send did not end as delivered")

@@ -48,7 +48,8 @@ public protocol Sender: Sendable {
     /// once, from any thread. False when it cannot: the pipeline runs `deliver` in a task.
     func start(_ send: Send, finished: @escaping @Sendable (PipelineEngine<Send>.Outcome) -> Void) -> Bool
     /// For shutdown: ends every send `start` began and has not finished (as `.abandoned` unless
-    /// it ended otherwise first).
+    /// it ended otherwise first). A send the hub accepted whose ledger record is being stored
+    /// ends when it is stored or given up (the ledger's 5 s at most).
     func abandonStarted()
     /// An attempt failed while its send still retries; the pipeline installs this, so the engine
     /// stops starting sends when the hub stops answering, without waiting for every retry of the

@@ -25,7 +25,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
     private let producer: KafkaProducer
     private let reader: KafkaTopicReader
     private let logger: Logger
-    private let dropped = Atomic<Int>(0)
+    private let losses: Losses
     private let clock: @Sendable () -> Double
 
     /// Opens the ledger in `topic`, creating the topic with one record where the cluster creates
@@ -43,6 +43,9 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         // sends a second of 1 ms, at no less CPU (benchmarks/README.md).
         var configuration = KafkaProducerConfiguration(kafka: kafka)
         configuration.lingerMs = 1
+        // A send waits for its record: with the ledger's partition unavailable, it gives up after
+        // 5 s (counted, the send may repeat after a restart) rather than hold the hub's sends.
+        configuration.messageTimeoutMs = 5000
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
         let reader = KafkaTopicReader(kafka: kafka, logger: logger)
         // The producer's own handle answers the metadata requests: no client is made for them.
@@ -87,6 +90,31 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         self.reader = reader
         self.logger = logger
         self.clock = clock
+        losses = Losses(topic: topic, logger: logger)
+    }
+
+    /// Records that could not be stored, counted and said once. Its own object: a pending
+    /// delivery holds it, not the ledger (which would keep the producer alive from its own thread).
+    final class Losses: Sendable {
+        private let dropped = Atomic<Int>(0)
+        private let topic: String
+        private let logger: Logger
+
+        init(topic: String, logger: Logger) {
+            self.topic = topic
+            self.logger = logger
+        }
+
+        var total: Int { dropped.load(ordering: .relaxed) }
+
+        func count(_ error: KafkaError) {
+            if dropped.add(1, ordering: .relaxed).newValue == 1 {
+                logger.warning(
+                    "A delivered send could not be recorded in the ledger: it may be sent again after a restart",
+                    metadata: ["topic": "\(topic)", "error": "\(error)"]
+                )
+            }
+        }
     }
 
     public func record(_ key: LedgerKey, source: TopicPartition, stored: @escaping @Sendable () -> Void) {
@@ -103,22 +131,13 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
                 partition: Int32(Self.ledgerPartition(of: source, among: partitions)),
                 key: key.encoded,
                 value: value.bytes
-            ) { [self] delivery in
-                if case .failure(let error) = delivery { lost(error) }
+            ) { [losses] delivery in
+                if case .failure(let error) = delivery { losses.count(error) }
                 stored()
             }
         } catch {
-            lost(error)
+            losses.count(error)
             stored()
-        }
-    }
-
-    private func lost(_ error: KafkaError) {
-        if dropped.add(1, ordering: .relaxed).newValue == 1 {
-            logger.warning(
-                "A delivered send could not be recorded in the ledger: it may be sent again after a restart",
-                metadata: ["topic": "\(topic)", "error": "\(error)"]
-            )
         }
     }
 
@@ -171,7 +190,7 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         }
     }
 
-    public var unrecorded: Int { dropped.load(ordering: .relaxed) }
+    public var unrecorded: Int { losses.total }
 
     /// Writes what is left (up to `timeout`) and stops the producer.
     public func close(timeout: Duration = .seconds(10)) async {

@@ -370,7 +370,8 @@ final class RDKafkaClient: @unchecked Sendable {
 
     // MARK: Producer
 
-    /// Enqueues one message; `opaque` comes back in the delivery callback.
+    /// Enqueues one message; `delivered`, if any, is called by its delivery report (on the thread
+    /// that serves `servePoll` or `flush`), exactly once.
     func produce(
         topic: String,
         partition: Int32?,
@@ -423,6 +424,14 @@ final class RDKafkaClient: @unchecked Sendable {
     func flush(timeoutMs: Int32) throws(KafkaError) {
         let err = rd_kafka_flush(handle, timeoutMs)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "flush") }
+    }
+
+    /// Gives up every message not yet delivered and serves their delivery reports (each with a
+    /// purge error), so no one waiting for one waits for ever once the producer stops.
+    func purgeUndelivered() {
+        _ = rd_kafka_purge(handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+        // Purged messages leave the queues at once; the bound is a guard.
+        _ = rd_kafka_flush(handle, 1000)
     }
 
     var outQueueLength: Int { Int(rd_kafka_outq_len(handle)) }
@@ -495,7 +504,6 @@ final class RDKafkaClient: @unchecked Sendable {
 
 }
 
-/// Resumes the Swift continuation stored as a produced message's opaque pointer.
 /// What a message's delivery report calls, carried through librdkafka as the message's opaque.
 final class DeliveryBox: Sendable {
     typealias Completion = @Sendable (Result<DeliveryReport, KafkaError>) -> Void
