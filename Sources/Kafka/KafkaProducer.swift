@@ -79,8 +79,8 @@ public final class KafkaProducer: Sendable {
     /// Hands one message to librdkafka and returns at once; the message is batched with others
     /// (`linger.ms`). `delivered` is called on the producer's thread once the broker has it or
     /// librdkafka gave up, and never when this throws (a full queue, a closed producer); with no
-    /// `delivered`, a delivery that fails later is counted in `failedEnqueued`. For callers that
-    /// must not spend a task on the wait (the delivered-sends ledger).
+    /// `delivered`, nobody hears how it went. For callers that must not spend a task on the wait
+    /// (the delivered-sends ledger).
     public func enqueue(
         topic: String,
         partition: Int32?,
@@ -117,9 +117,6 @@ public final class KafkaProducer: Sendable {
         }
         try produced.get()
     }
-
-    /// Enqueued messages whose delivery failed after `enqueue` returned.
-    public var failedEnqueued: Int { client.unconfirmedFailures }
 
     /// Waits up to `timeout` for every message handed over so far to be delivered. Blocks: for a
     /// thread that may block (a rebalance callback), never a task.

@@ -34,8 +34,6 @@ final class RDKafkaClient: @unchecked Sendable {
         let logger: Logger
         let onRebalance: (@Sendable (Rebalance, [TopicPartition]) -> [TopicPartitionOffset])?
         let onRevokeCommitFailed: (@Sendable ([TopicPartitionOffset], KafkaError) -> Void)?
-        /// Messages produced without a delivery box whose delivery failed.
-        let unconfirmedFailures = Atomic<Int>(0)
         // Set once the handle exists; the rebalance callback must assign through the client
         // that owns the handle.
         private let owner = Mutex(Owner())
@@ -434,11 +432,6 @@ final class RDKafkaClient: @unchecked Sendable {
         _ = rd_kafka_flush(handle, 1000)
     }
 
-    var outQueueLength: Int { Int(rd_kafka_outq_len(handle)) }
-
-    /// Messages produced with no one waiting for them whose delivery failed.
-    var unconfirmedFailures: Int { callbacks.unconfirmedFailures.load(ordering: .relaxed) }
-
     // MARK: Helpers
 
     private func topicName(_ rkt: OpaquePointer) -> String {
@@ -577,13 +570,8 @@ private func rdDeliveryCallback(
     _ opaque: UnsafeMutableRawPointer?
 ) {
     guard let message else { return }
-    guard let privatePointer = message.pointee._private else {
-        // Nobody waits for it, so a failure is only counted.
-        if message.pointee.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-            RDKafkaClient.callbacks(of: rk)?.unconfirmedFailures.add(1, ordering: .relaxed)
-        }
-        return
-    }
+    // Produced with no one waiting for its delivery: nothing to tell.
+    guard let privatePointer = message.pointee._private else { return }
     let box = Unmanaged<DeliveryBox>.fromOpaque(privatePointer).takeRetainedValue()
     let m = message.pointee
     if m.err == RD_KAFKA_RESP_ERR_NO_ERROR {
