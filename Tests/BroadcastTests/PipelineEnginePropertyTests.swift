@@ -3,12 +3,13 @@ import Kafka
 import News
 import PropertyBased
 import Synchronization
+import TestSupport
 import Testing
 
 /// Random interleavings of every event the engine hears, records of every priority for two hubs on
 /// partitions that are paused and resumed as their lanes fill and drain. Ground truth is kept here, outside the
 /// engine: which sends of which record were delivered or stored as dead letters.
-@Suite struct PipelineEnginePropertyTests {
+@Suite(.ownThread) struct PipelineEnginePropertyTests {
     /// A test-side model of what really happened to each record.
     struct World {
         var engine: Engine

@@ -336,7 +336,7 @@ final class MultiInstanceHarness: Sendable {
         process.environment = ProcessInfo.processInfo.environment
             .merging(["HUBCAST_CONNECTION_STRING": emulator.firstLine]) { $1 }
             .merging(TansuBroker.environment) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe.unshared(), err = Pipe.unshared()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice

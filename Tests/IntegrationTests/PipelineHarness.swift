@@ -174,7 +174,7 @@ final class PipelineHarness: Sendable {
         process.executableURL = URL(fileURLWithPath: HubcastBinary.path)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment ?? self.environment) { $1 }
-        let out = Pipe(), err = Pipe()
+        let out = Pipe.unshared(), err = Pipe.unshared()
         process.standardOutput = out
         process.standardError = err
         try process.run()

@@ -22,7 +22,8 @@ import TextFormats
 
         // Far enough ahead to be consumed before its time, or it is sent at once and not scheduled:
         // alone this takes about a second, in a full test run on 2 cores it was seen to take 6 s.
-        let soon = Date().timeIntervalSince1970 + 20
+        // Whole milliseconds, as `sendAt` carries it: the emulator is due at that instant, not before.
+        let soon = ((Date().timeIntervalSince1970 + 20) * 1000).rounded(.down) / 1000
         let at = { (t: Double) in CivilDate.rfc3339(epochSeconds: t, milliseconds: true) }
         try await h.produce(
             0..<0,

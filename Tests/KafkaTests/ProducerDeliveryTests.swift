@@ -8,8 +8,9 @@ import Testing
 @Suite struct ProducerDeliveryTests {
     /// No broker answers at 127.0.0.1:1: the messages can only wait in librdkafka's queue, and
     /// closing the producer must give them up and say so to each waiter (a send of the pipeline
-    /// waits there for its ledger record), never leave one waiting.
-    @Test(.timeLimit(.minutes(1))) func closingGivesUpWhatWasNotDeliveredAndTellsEachWaiterOnce() async throws {
+    /// waits there for its ledger record), never leave one waiting. (The time limit is a guard
+    /// against a hang, generous for a full run on 2 cores.)
+    @Test(.timeLimit(.minutes(5))) func closingGivesUpWhatWasNotDeliveredAndTellsEachWaiterOnce() async throws {
         var configuration = KafkaProducerConfiguration(kafka: KafkaConfiguration(bootstrapServers: "127.0.0.1:1"))
         configuration.lingerMs = 1
         let producer = try KafkaProducer(configuration: configuration, logger: Logger(label: "hubcast.tests"))

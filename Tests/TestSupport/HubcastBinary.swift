@@ -53,17 +53,26 @@ public enum ChildProcess {
         process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : try which(executable))
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = input
-        try process.run()
-        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-        try input.fileHandleForWriting.close()
-        async let stdoutData = readToEnd(out.fileHandleForReading)
-        async let stderrData = readToEnd(err.fileHandleForReading)
-        // Waited for on a thread of its own: the wait blocks, and the cooperative pool reads the
-        // pipes meanwhile.
+        // Input and output through files, not pipes: a file ends where it ends, while a pipe's
+        // end also waits for every other child that inherited it (see `Pipe.unshared`).
+        let files = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID().uuidString)")
+        let input = files.appendingPathExtension("stdin"), out = files.appendingPathExtension("stdout")
+        let err = files.appendingPathExtension("stderr")
+        defer { for file in [input, out, err] { try? FileManager.default.removeItem(at: file) } }
+        try Data((stdin ?? "").utf8).write(to: input)
+        for file in [out, err] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+        let handles = try (
+            FileHandle(forReadingFrom: input), FileHandle(forWritingTo: out), FileHandle(forWritingTo: err)
+        )
+        process.standardInput = handles.0
+        process.standardOutput = handles.1
+        process.standardError = handles.2
+        do { try process.run() } catch {
+            for handle in [handles.0, handles.1, handles.2] { try? handle.close() }
+            throw error
+        }
+        for handle in [handles.0, handles.1, handles.2] { try? handle.close() }
+        // Waited for on a thread of its own: the wait blocks.
         nonisolated(unsafe) let child = process
         let status = await withCheckedContinuation { done in
             Thread { done.resume(returning: child.reap(terminateAfter: timeout, killAfter: timeout + .seconds(5))) }
@@ -71,8 +80,8 @@ public enum ChildProcess {
         }
         return HubcastBinary.Result(
             status: status,
-            stdout: String(decoding: await stdoutData, as: UTF8.self),
-            stderr: String(decoding: await stderrData, as: UTF8.self)
+            stdout: String(decoding: (try? Data(contentsOf: out)) ?? Data(), as: UTF8.self),
+            stderr: String(decoding: (try? Data(contentsOf: err)) ?? Data(), as: UTF8.self)
         )
     }
 

@@ -14,7 +14,7 @@ public final class ServerProcess: @unchecked Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let out = Pipe()
+        let out = Pipe.unshared()
         stderrFile = FileManager.default.temporaryDirectory.appendingPathComponent(
             "hubcast-test-\(UUID().uuidString).stderr"
         )
