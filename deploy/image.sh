@@ -133,8 +133,9 @@ wait_for_status() {
 # The image as a platform runs it, checked from outside the containers (on loopback, as every test
 # here): a `run` member without a partition is ready; the backend's operations port answers /readyz
 # and /metrics; behind a trusted proxy, failed logins count per forwarded client, so one guesser does
-# not lock out the others. (That X-Forwarded-Proto counts only from a trusted proxy cannot show on
-# loopback, where Basic is always taken: the backend's unit tests hold it.)
+# not lock out the others; Basic over plain http is taken from a proxy only when it is trusted and
+# says https. (The untrusted proxy is 127.0.0.2: test traffic stays on loopback, and a loopback
+# request that relays someone, with X-Forwarded-*, is a proxy's like any other.)
 operations_smoke() {
   local name=hubcast-image-smoke-$$ broker a b api ops ready
   # shellcheck disable=SC2064
@@ -172,14 +173,24 @@ operations_smoke() {
      --users-file /tmp/users --store /tmp/backend.sqlite --no-consumer --trusted-proxies 127.0.0.1 \
      --max-failed-logins-per-address 3" >/dev/null
   wait_for_status "http://127.0.0.1:$ops/readyz" 200 >/dev/null || exit 1
-  local guesser=(-H 'X-Forwarded-For: 203.0.113.9') url="http://127.0.0.1:$api/api/notifications/1" n
+  local guesser=(-H 'X-Forwarded-For: 203.0.113.9' -H 'X-Forwarded-Proto: https') n
+  local url="http://127.0.0.1:$api/api/notifications/1"
   for n in 1 2 3; do wait_for_status "$url" 401 -u "nobody$n:wrong" "${guesser[@]}" >/dev/null || exit 1; done
   wait_for_status "$url" 429 -u alice:alice-secret-pw "${guesser[@]}" >/dev/null || exit 1
   # Another client behind the same proxy is not locked out (404: authenticated, no item 1).
-  wait_for_status "$url" 404 -u alice:alice-secret-pw -H 'X-Forwarded-For: 198.51.100.20' >/dev/null || exit 1
+  wait_for_status "$url" 404 -u alice:alice-secret-pw -H 'X-Forwarded-For: 198.51.100.20' \
+    -H 'X-Forwarded-Proto: https' >/dev/null || exit 1
   wait_for_status "http://127.0.0.1:$ops/metrics" 200 | grep -q 'hubcast_backend_login_failures 3' \
     || { echo "image: the backend's /metrics lacks its failed logins" >&2; exit 1; }
-  echo "image: backend /readyz and /metrics on the operations port; behind a trusted proxy the lockout counts the client"
+  # The trusted proxy relaying a plain-http client, and an untrusted one (127.0.0.2) claiming https:
+  # both refused; the latter's own request (nothing relayed) is a loopback client's.
+  local relayed=(-u alice:alice-secret-pw -H 'X-Forwarded-For: 198.51.100.20')
+  wait_for_status "$url" 401 "${relayed[@]}" -H 'X-Forwarded-Proto: http' | grep -q 'only over TLS' \
+    || { echo "image: Basic was taken from a proxy relaying plain http" >&2; exit 1; }
+  wait_for_status "$url" 401 --interface 127.0.0.2 "${relayed[@]}" -H 'X-Forwarded-Proto: https' | grep -q 'only over TLS' \
+    || { echo "image: an untrusted proxy's X-Forwarded-Proto counted" >&2; exit 1; }
+  wait_for_status "$url" 404 --interface 127.0.0.2 -u alice:alice-secret-pw >/dev/null || exit 1
+  echo "image: backend /readyz and /metrics on the operations port; behind a trusted proxy the lockout counts the client; Basic over plain http only from a trusted proxy saying https"
 }
 
 run_test() {

@@ -52,17 +52,15 @@ final class ReplaySender: Sender {
             )
             if let ledger {
                 // Held until it is stored, as in `run`: a SIGKILL repeats at most the sends in flight.
-                await withCheckedContinuation { stored in
-                    ledger.record(
-                        LedgerKey(
-                            hub: resourceURIs[work.hub],
-                            itemID: work.item.id,
-                            platform: work.send.platform,
-                            audience: work.send.tagExpression
-                        ),
-                        source: TopicPartition(topic: work.record.sourceTopic, partition: work.record.sourcePartition)
-                    ) { stored.resume() }
-                }
+                await ledger.record(
+                    LedgerKey(
+                        hub: resourceURIs[work.hub],
+                        itemID: work.item.id,
+                        platform: work.send.platform,
+                        audience: work.send.tagExpression
+                    ),
+                    source: TopicPartition(topic: work.record.sourceTopic, partition: work.record.sourcePartition)
+                )
             }
             tally.settled(work.ticket) { $0.sent += 1 }
             hubMetrics.sent(work.send.notification.platform).increment()

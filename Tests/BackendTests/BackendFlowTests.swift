@@ -435,6 +435,40 @@ import Testing
         )
     }
 
+    /// A proxy on the same host relays from loopback: such a request is not a loopback client's.
+    /// Basic over plain http then needs what any proxy needs: to be trusted, and to say the
+    /// client's connection was TLS. From an untrusted proxy, `X-Forwarded-Proto: https` counts for
+    /// nothing.
+    @Test func aRelayFromLoopbackNeedsATrustedProxySayingHTTPS() async throws {
+        let harness = try await BackendHarness(store: .sqlite)
+        defer { harness.stop() }
+        let trusting = try await harness.startBackend(["--no-consumer", "--trusted-proxies", "127.0.0.1"])
+        let untrusting = try await harness.startBackend(["--no-consumer"])
+        func status(_ api: String, _ headers: [String]) async throws -> (Int, String) {
+            let answer = try await HTTP.call(
+                "GET",
+                api + "/api/notifications/1",
+                auth: BackendHarness.basic("alice"),
+                headers: headers
+            )
+            return (answer.status, answer.body)
+        }
+        let relayedTLS = ["X-Forwarded-For: 203.0.113.9", "X-Forwarded-Proto: https"]
+        // 404: authenticated (there is no notification 1).
+        #expect(try await status(trusting, []).0 == 404, "a loopback client")
+        #expect(try await status(trusting, relayedTLS).0 == 404, "a trusted proxy saying https")
+        let plain = try await status(trusting, ["X-Forwarded-For: 203.0.113.9", "X-Forwarded-Proto: http"])
+        #expect(plain.0 == 401 && plain.1.contains("only over TLS"), "a trusted proxy saying http: \(plain)")
+        let silent = try await status(trusting, ["X-Forwarded-For: 203.0.113.9"])
+        #expect(silent.0 == 401 && silent.1.contains("only over TLS"), "a trusted proxy saying nothing: \(silent)")
+        #expect(try await status(untrusting, []).0 == 404, "a loopback client")
+        let untrusted = try await status(untrusting, relayedTLS)
+        #expect(
+            untrusted.0 == 401 && untrusted.1.contains("only over TLS"),
+            "an untrusted proxy's https counts for nothing: \(untrusted)"
+        )
+    }
+
     @Test func failedLoginsCountAcrossInstances() async throws {
         let harness = try await BackendHarness(store: .postgres)
         defer { harness.stop() }

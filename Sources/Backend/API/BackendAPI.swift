@@ -135,12 +135,19 @@ public struct BackendAPI: Sendable {
     static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
 
     func authenticate(_ request: Request, _ context: BackendRequestContext) async throws(APIError) -> Principal {
+        let forwardedFor = request.headers[values: Self.forwardedFor]
+        let forwardedProto = request.headers[values: Self.forwardedProto]
         let origin = configuration.trustedProxies.origin(
             peer: context.clientAddress,
-            forwardedFor: request.headers[values: Self.forwardedFor],
-            forwardedProto: request.headers[values: Self.forwardedProto]
+            forwardedFor: forwardedFor,
+            forwardedProto: forwardedProto
         )
-        let plainAllowed = configuration.tls || configuration.allowPlainHTTP || origin.tls || context.isLoopback
+        // Loopback is a client on this host, unless it relays someone else's request: a proxy on
+        // the same host forwards from 127.0.0.1 whatever its clients sent, TLS or not, and only a
+        // trusted proxy's word on the scheme counts.
+        let relayed = !forwardedFor.isEmpty || !forwardedProto.isEmpty
+        let plainAllowed =
+            configuration.tls || configuration.allowPlainHTTP || origin.tls || (context.isLoopback && !relayed)
         do {
             return try await authenticator.authenticate(
                 authorization: request.headers[.authorization],

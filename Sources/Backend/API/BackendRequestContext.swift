@@ -2,7 +2,7 @@ import Hummingbird
 import NIOCore
 
 /// Hummingbird's context plus the peer's address: failed logins are counted per address, and Basic
-/// over plain http is accepted only from loopback.
+/// over plain http is accepted from loopback (when it relays no one: `BackendAPI.authenticate`).
 public struct BackendRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?

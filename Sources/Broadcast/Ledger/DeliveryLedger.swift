@@ -20,6 +20,14 @@ public protocol DeliveryLedger: Sendable {
     var unrecorded: Int { get }
 }
 
+extension DeliveryLedger {
+    /// `record`, returning once the record is stored (or given up): for a send path that awaits
+    /// the hub's answer rather than being called back.
+    public func record(_ key: LedgerKey, source: TopicPartition) async {
+        await withCheckedContinuation { stored in record(key, source: source) { stored.resume() } }
+    }
+}
+
 /// A send the ledger holds, by the key this process remembers it by (`LedgerKey.processKey`: 16
 /// bytes a send, where the key's four strings were a few hundred when a replay read a million),
 /// with when the hub accepted it (epoch seconds).

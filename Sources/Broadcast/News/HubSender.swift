@@ -135,7 +135,9 @@ public final class HubSender: Sender {
                 scheduledAt: send.planned.scheduledAt
             )
             let outcome = conclude(send, .success(result))
-            await withCheckedContinuation { stored in recorded(send) { stored.resume() } }
+            if let ledger, let key = ledgerKey(of: send) {
+                await ledger.record(key, source: send.source.topicPartition)
+            }
             return outcome
         } catch {
             return conclude(send, .failure(error))
@@ -197,16 +199,18 @@ public final class HubSender: Sender {
     /// An accepted send's record in the ledger, if there is one: `then` once it is stored, so the
     /// send's slot is not free before a restart would know not to send it again.
     private func recorded(_ send: NewsSend, then: @escaping @Sendable () -> Void) {
-        guard !send.isCanary, let ledger else { return then() }
-        ledger.record(
-            LedgerKey(
-                hub: resourceURI,
-                itemID: send.itemID,
-                platform: send.planned.platform,
-                audience: send.planned.tagExpression
-            ),
-            source: send.source.topicPartition,
-            stored: then
+        guard let ledger, let key = ledgerKey(of: send) else { return then() }
+        ledger.record(key, source: send.source.topicPartition, stored: then)
+    }
+
+    /// The send's key in the ledger; nil for a canary, which is never recorded.
+    private func ledgerKey(of send: NewsSend) -> LedgerKey? {
+        guard !send.isCanary else { return nil }
+        return LedgerKey(
+            hub: resourceURI,
+            itemID: send.itemID,
+            platform: send.planned.platform,
+            audience: send.planned.tagExpression
         )
     }
 

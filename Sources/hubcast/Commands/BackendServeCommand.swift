@@ -20,7 +20,8 @@ struct BackendServeCommand: AsyncParsableCommand {
         abstract: "Serve the backend API (the default subcommand).",
         discussion: """
             Prints its URL on the first stdout line once it listens. Every /api call needs Authorization: Basic \
-            (users file, bcrypt) or Bearer (JWT). Basic is refused over plain http except from loopback, from a \
+            (users file, bcrypt) or Bearer (JWT). Basic is refused over plain http except from loopback (a request \
+            with no X-Forwarded-For or X-Forwarded-Proto: one a local proxy relays is not the proxy's own), from a \
             --trusted-proxies peer that says X-Forwarded-Proto: https, or with --allow-plain-http. With --http-port, \
             /healthz, /readyz (the store answers) and /metrics are served on that port. The store is SQLite (a file) by default, PostgreSQL with --store postgres://…
             """
