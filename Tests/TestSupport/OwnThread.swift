@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -39,12 +40,12 @@ extension Trait where Self == OwnThreadTrait {
     public static var ownThread: Self { Self() }
 }
 
-/// A task executor with one thread, scheduled only when a core is otherwise idle, that runs its jobs in order.
-private final class BackgroundThreadExecutor: TaskExecutor, @unchecked Sendable {
-    // Guarded by `condition`: the jobs waiting and whether the scope that owns the thread ended.
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var finished = false
+/// A task executor with one thread, scheduled only when a core is otherwise idle, that runs its
+/// jobs in order.
+private final class BackgroundThreadExecutor: TaskExecutor {
+    // Each job and the end of the scope signal `ready` once, so each wake finds one of them.
+    private let state = Mutex<(jobs: [UnownedJob], finished: Bool)>(([], false))
+    private let ready = DispatchSemaphore(value: 0)
 
     init(name: String) {
         let thread = Thread { [self] in run() }
@@ -54,18 +55,14 @@ private final class BackgroundThreadExecutor: TaskExecutor, @unchecked Sendable 
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        condition.withLock {
-            jobs.append(job)
-            condition.signal()
-        }
+        state.withLock { $0.jobs.append(job) }
+        ready.signal()
     }
 
     /// The thread exits once the jobs queued so far have run.
     func finish() {
-        condition.withLock {
-            finished = true
-            condition.signal()
-        }
+        state.withLock { $0.finished = true }
+        ready.signal()
     }
 
     private func run() {
@@ -75,10 +72,8 @@ private final class BackgroundThreadExecutor: TaskExecutor, @unchecked Sendable 
         _ = pthread_setschedparam(pthread_self(), 5, &parameters)
         let executor = asUnownedTaskExecutor()
         while true {
-            let next: UnownedJob? = condition.withLock {
-                while jobs.isEmpty && !finished { condition.wait() }
-                return jobs.isEmpty ? nil : jobs.removeFirst()
-            }
+            ready.wait()
+            let next: UnownedJob? = state.withLock { $0.jobs.isEmpty ? nil : $0.jobs.removeFirst() }
             guard let next else { return }
             next.runSynchronously(on: executor)
         }
