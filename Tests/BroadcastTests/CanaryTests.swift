@@ -161,7 +161,7 @@ import Testing
 /// The canary through the real preparer and hub sender, over an in-memory hub, with its service
 /// loop running on a manual clock: what it sends, what it reports and where. (The time limit is
 /// only a guard, so that a regression fails instead of hanging: alone these take 10 ms, in a full
-/// run on 2 cores, with every server and binary of the other suites starting, up to 50 s.)
+/// run on 2 cores, with every server and binary of the other suites starting, up to a minute.)
 @Suite(.timeLimit(.minutes(5))) struct CanaryShellTests {
     /// A value the rig's closures and the test share.
     final class Cell<Value: Sendable>: Sendable {
@@ -354,7 +354,7 @@ import Testing
 
 /// Whatever is written to the canary topic, the pipeline plans at most one send to the canary tag,
 /// within the longest deadline, and never crashes.
-@Suite(.ownThread) struct CanaryFuzzTests {
+@Suite(.onComputeThreads) struct CanaryFuzzTests {
     @Test func mutatedRecordsAreSkippedOrPlannedAsOneBoundedSend() throws {
         let rig = try CanaryShellTests.Rig(hub: CanaryShellTests.accepted)
         let now = rig.nowMs

@@ -124,7 +124,7 @@ struct PacerSimulation {
     var throttledShare: Double { Double(throttled) / Double(max(1, takenAt.count)) }
 }
 
-@Suite(.ownThread) struct HubPacerTests {
+@Suite(.onComputeThreads) struct HubPacerTests {
     @Test(arguments: [100.0, 500, 2000, 5000])
     func findsAQuotaFromAColdStart(quota: Double) async {
         var sim = PacerSimulation(quota: SimulatedQuota(rate: quota, burst: quota / 10))

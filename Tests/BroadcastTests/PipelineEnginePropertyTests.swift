@@ -9,7 +9,7 @@ import Testing
 /// Random interleavings of every event the engine hears, records of every priority for two hubs on
 /// partitions that are paused and resumed as their lanes fill and drain. Ground truth is kept here, outside the
 /// engine: which sends of which record were delivered or stored as dead letters.
-@Suite(.ownThread) struct PipelineEnginePropertyTests {
+@Suite(.onComputeThreads) struct PipelineEnginePropertyTests {
     /// A test-side model of what really happened to each record.
     struct World {
         var engine: Engine

@@ -6,7 +6,7 @@ import Testing
 import TextFormats
 
 /// Nothing a message holds can crash the decoder or the planner: each ends as sends or a typed error.
-@Suite(.ownThread) struct PlannerFuzzTests {
+@Suite(.onComputeThreads) struct PlannerFuzzTests {
     /// 100,000 items in four seeded shards, so the test uses every core; each shard is reproducible alone.
     static let shards = 4
     static let itemsPerShard = 25_000

@@ -196,7 +196,7 @@ struct GroupSimulation {
     }
 }
 
-@Suite(.ownThread) struct SharedQuotaTests {
+@Suite(.onComputeThreads) struct SharedQuotaTests {
     static let quota = 1000.0
 
     /// `hearsFrom`: 0, or 3 s (each learns a rate from its own part of the traffic first, as when

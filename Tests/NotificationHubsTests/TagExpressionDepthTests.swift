@@ -6,7 +6,7 @@ import TextFormats
 @testable import NotificationHubs
 
 /// The nesting limit, the flat OR/AND lists, and error messages that show what the text held.
-@Suite(.ownThread) struct TagExpressionDepthTests {
+@Suite(.onComputeThreads) struct TagExpressionDepthTests {
     static let tooDeep = TagExpression.Invalid(reason: "nests '(' and '!' more than 64 levels deep", column: 65)
 
     static func nested(_ depth: Int, _ inner: String = "World") -> String {

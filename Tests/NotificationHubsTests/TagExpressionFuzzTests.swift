@@ -6,7 +6,7 @@ import TextFormats
 @testable import NotificationHubs
 
 /// Whatever text an item carries, the parser answers with a tree or `Invalid`: it never crashes.
-@Suite(.ownThread) struct TagExpressionFuzzTests {
+@Suite(.onComputeThreads) struct TagExpressionFuzzTests {
     /// 20,000 cases in two seeded shards, so the test uses both cores; each shard is reproducible alone.
     static let shards = 2
     static let casesPerShard = 10_000

@@ -61,17 +61,15 @@ public enum ChildProcess {
         defer { for file in [input, out, err] { try? FileManager.default.removeItem(at: file) } }
         try Data((stdin ?? "").utf8).write(to: input)
         for file in [out, err] { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
-        let handles = try (
-            FileHandle(forReadingFrom: input), FileHandle(forWritingTo: out), FileHandle(forWritingTo: err)
-        )
-        process.standardInput = handles.0
-        process.standardOutput = handles.1
-        process.standardError = handles.2
-        do { try process.run() } catch {
-            for handle in [handles.0, handles.1, handles.2] { try? handle.close() }
-            throw error
-        }
-        for handle in [handles.0, handles.1, handles.2] { try? handle.close() }
+        let handles = try [
+            FileHandle(forReadingFrom: input), FileHandle(forWritingTo: out), FileHandle(forWritingTo: err),
+        ]
+        // The child has its own copies once started; these go when the wait is over, or on a throw.
+        defer { for handle in handles { try? handle.close() } }
+        process.standardInput = handles[0]
+        process.standardOutput = handles[1]
+        process.standardError = handles[2]
+        try process.run()
         // Waited for on a thread of its own: the wait blocks.
         nonisolated(unsafe) let child = process
         let status = await withCheckedContinuation { done in

@@ -18,7 +18,7 @@ import Testing
 ///
 /// The test stays the same task (its issues are recorded as usual); work it starts in child tasks
 /// runs on the same two threads.
-public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
+public struct ComputeThreadsTrait: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
 
     public func provideScope(
@@ -32,10 +32,10 @@ public struct OwnThreadTrait: SuiteTrait, TestTrait, TestScoping {
     }
 }
 
-extension Trait where Self == OwnThreadTrait {
+extension Trait where Self == ComputeThreadsTrait {
     /// Runs each test on the threads set aside for long computations: for tests that compute for
     /// long without awaiting.
-    public static var ownThread: Self { Self() }
+    public static var onComputeThreads: Self { Self() }
 }
 
 /// A task executor of two threads that run the jobs in the order they came.
