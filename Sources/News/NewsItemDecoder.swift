@@ -26,13 +26,17 @@ public struct NewsItemDecoder: Sendable {
                 reason: "message is \(bytes.count) bytes, over the \(maxMessageBytes)-byte limit"
             )
         }
-        let value: JSONValue
+        var fields = Fields()
+        let notAnObject: JSONValue?
         do {
-            value = try JSONParser.parse(bytes)
+            notAnObject = try JSONParser.parseMembers(bytes) { fields.set($0, $1) }
         } catch {
             throw NewsItemError(kind: .malformedJSON, reason: "not valid JSON: \(error)")
         }
-        return try validate(value, topicCategory: topicCategory)
+        if let notAnObject {
+            throw NewsItemError(kind: .schema, reason: "a news item must be a JSON object, not \(notAnObject.typeName)")
+        }
+        return try validate(fields, topicCategory: topicCategory)
     }
 
     public func decode(_ bytes: [UInt8], topicCategory: String? = nil) throws(NewsItemError) -> NewsItem {
@@ -44,24 +48,50 @@ public struct NewsItemDecoder: Sendable {
         return try result.get()
     }
 
-    /// Checks a parsed value against the schema's rules.
-    public func validate(_ value: JSONValue, topicCategory: String? = nil) throws(NewsItemError) -> NewsItem {
-        guard case .object(let o) = value else {
-            throw NewsItemError(kind: .schema, reason: "a news item must be a JSON object, not \(value.typeName)")
+    /// The members of an item the schema knows, each the last written (as a JSON object keeps
+    /// it); any other member is read, checked as JSON and ignored, as the schema allows.
+    private struct Fields {
+        var id, headline, category, body, url, imageUrl, locale, tagExpression, users, properties, secure: JSONValue?
+        var publishedAt, expiresAt, sendAt, priority, platforms, notifications, tenant: JSONValue?
+
+        mutating func set(_ key: String, _ value: JSONValue) {
+            switch key {
+            case "id": id = value
+            case "headline": headline = value
+            case "category": category = value
+            case "body": body = value
+            case "url": url = value
+            case "imageUrl": imageUrl = value
+            case "locale": locale = value
+            case "tagExpression": tagExpression = value
+            case "users": users = value
+            case "properties": properties = value
+            case "secure": secure = value
+            case "publishedAt": publishedAt = value
+            case "expiresAt": expiresAt = value
+            case "sendAt": sendAt = value
+            case "priority": priority = value
+            case "platforms": platforms = value
+            case "notifications": notifications = value
+            case "tenant": tenant = value
+            default: break
+            }
         }
-        let id = try requiredString(o, "id")
-        guard (1...Self.maxIDLength).contains(id.unicodeScalars.count) else {
-            throw .schema("id", "must be 1 to \(Self.maxIDLength) characters, got \(id.unicodeScalars.count)")
+    }
+
+    /// Checks an item's members against the schema's rules.
+    private func validate(_ o: Fields, topicCategory: String?) throws(NewsItemError) -> NewsItem {
+        let id = try requiredString(o.id, "id")
+        guard !id.isEmpty else { throw .schema("id", "must be 1 to \(Self.maxIDLength) characters, got 0") }
+        if let count = Self.scalars(id, over: Self.maxIDLength) {
+            throw .schema("id", "must be 1 to \(Self.maxIDLength) characters, got \(count)")
         }
-        let headline = Self.trimmed(try requiredString(o, "headline"))
+        let headline = Self.trimmed(try requiredString(o.headline, "headline"))
         guard !headline.isEmpty else { throw .schema("headline", "is empty") }
-        guard headline.unicodeScalars.count <= Self.maxHeadlineLength else {
-            throw .schema(
-                "headline",
-                "is \(headline.unicodeScalars.count) characters after trimming, over \(Self.maxHeadlineLength)"
-            )
+        if let count = Self.scalars(headline, over: Self.maxHeadlineLength) {
+            throw .schema("headline", "is \(count) characters after trimming, over \(Self.maxHeadlineLength)")
         }
-        let category = try optionalString(o, "category")
+        let category = try optionalString(o.category, "category")
         if let category {
             guard TagSyntax.isTag(category) else {
                 throw .schema("category", "must be a tag: 1 to 120 of letters, digits and _@#.:-")
@@ -74,23 +104,23 @@ public struct NewsItemDecoder: Sendable {
                 )
             }
         }
-        let tagExpression = try optionalString(o, "tagExpression")
+        let tagExpression = try optionalString(o.tagExpression, "tagExpression")
         if let tagExpression, tagExpression.isEmpty { throw .schema("tagExpression", "is empty") }
-        let users = try userList(o)
+        let users = try userList(o.users)
         if tagExpression != nil && users != nil {
             throw .schema("users", "cannot be combined with tagExpression: give one audience")
         }
-        let secure = try optionalBool(o, "secure") ?? false
-        let expiresAt = try timestamp(o, "expiresAt")
-        let sendAt = try timestamp(o, "sendAt")
+        let secure = try optionalBool(o.secure, "secure") ?? false
+        let expiresAt = try timestamp(o.expiresAt, "expiresAt")
+        let sendAt = try timestamp(o.sendAt, "sendAt")
         if let sendAt, let expiresAt, sendAt.epochSeconds >= expiresAt.epochSeconds {
             throw .schema("sendAt", "is not before expiresAt: the item would expire before it is sent")
         }
-        let tenant = try optionalString(o, "tenant")
+        let tenant = try optionalString(o.tenant, "tenant")
         if let tenant, !TagSyntax.isTag(tenant) {
             throw .schema("tenant", "must be 1 to 120 of letters, digits and _@#.:-")
         }
-        let notifications = try payloads(o)
+        let notifications = try payloads(o.notifications)
         if secure && !notifications.isEmpty {
             throw .schema("notifications", "cannot be given for a secure item: only its id may go out")
         }
@@ -98,26 +128,26 @@ public struct NewsItemDecoder: Sendable {
             id: id,
             headline: headline,
             category: category,
-            body: try optionalString(o, "body"),
-            url: try optionalString(o, "url"),
-            imageUrl: try optionalString(o, "imageUrl"),
-            locale: try optionalString(o, "locale"),
+            body: try optionalString(o.body, "body"),
+            url: try optionalString(o.url, "url"),
+            imageUrl: try optionalString(o.imageUrl, "imageUrl"),
+            locale: try optionalString(o.locale, "locale"),
             tagExpression: tagExpression,
             users: users,
-            properties: try propertyMap(o),
+            properties: try propertyMap(o.properties),
             secure: secure,
-            publishedAt: try timestamp(o, "publishedAt"),
+            publishedAt: try timestamp(o.publishedAt, "publishedAt"),
             expiresAt: expiresAt,
             sendAt: sendAt,
-            priority: try priority(o),
-            platforms: try platformList(o),
+            priority: try priority(o.priority),
+            platforms: try platformList(o.platforms),
             notifications: notifications,
             tenant: tenant
         )
     }
 
-    private func platformList(_ o: [String: JSONValue]) throws(NewsItemError) -> [NewsItem.Platform]? {
-        guard let value = o["platforms"] else { return nil }
+    private func platformList(_ value: JSONValue?) throws(NewsItemError) -> [NewsItem.Platform]? {
+        guard let value else { return nil }
         let count = NewsItem.Platform.allCases.count
         guard case .array(let array) = value else {
             throw .schema("platforms", "must be an array of platform names, not \(value.typeName)")
@@ -139,8 +169,8 @@ public struct NewsItemDecoder: Sendable {
         return platforms
     }
 
-    private func payloads(_ o: [String: JSONValue]) throws(NewsItemError) -> [NewsItem.Platform: NewsItem.Payload] {
-        guard let value = o["notifications"] else { return [:] }
+    private func payloads(_ value: JSONValue?) throws(NewsItemError) -> [NewsItem.Platform: NewsItem.Payload] {
+        guard let value else { return [:] }
         guard case .object(let map) = value, !map.isEmpty else {
             throw .schema(
                 "notifications",
@@ -179,34 +209,34 @@ public struct NewsItemDecoder: Sendable {
         return "must be one of \(names), got \"\(name.prefix(40))\""
     }
 
-    private func priority(_ o: [String: JSONValue]) throws(NewsItemError) -> Priority? {
-        guard let name = try optionalString(o, "priority") else { return nil }
+    private func priority(_ value: JSONValue?) throws(NewsItemError) -> Priority? {
+        guard let name = try optionalString(value, "priority") else { return nil }
         guard let priority = Priority(name: name) else {
             throw .schema("priority", "must be one of breaking, normal, bulk, got \"\(name.prefix(40))\"")
         }
         return priority
     }
 
-    private func requiredString(_ o: [String: JSONValue], _ field: String) throws(NewsItemError) -> String {
-        guard let value = o[field] else { throw .schema(field, "is required") }
+    private func requiredString(_ value: JSONValue?, _ field: String) throws(NewsItemError) -> String {
+        guard let value else { throw .schema(field, "is required") }
         guard case .string(let s) = value else { throw .schema(field, "must be a string, not \(value.typeName)") }
         return s
     }
 
-    private func optionalString(_ o: [String: JSONValue], _ field: String) throws(NewsItemError) -> String? {
-        guard let value = o[field] else { return nil }
+    private func optionalString(_ value: JSONValue?, _ field: String) throws(NewsItemError) -> String? {
+        guard let value else { return nil }
         guard case .string(let s) = value else { throw .schema(field, "must be a string, not \(value.typeName)") }
         return s
     }
 
-    private func optionalBool(_ o: [String: JSONValue], _ field: String) throws(NewsItemError) -> Bool? {
-        guard let value = o[field] else { return nil }
+    private func optionalBool(_ value: JSONValue?, _ field: String) throws(NewsItemError) -> Bool? {
+        guard let value else { return nil }
         guard case .bool(let b) = value else { throw .schema(field, "must be true or false, not \(value.typeName)") }
         return b
     }
 
-    private func timestamp(_ o: [String: JSONValue], _ field: String) throws(NewsItemError) -> Timestamp? {
-        guard let text = try optionalString(o, field) else { return nil }
+    private func timestamp(_ value: JSONValue?, _ field: String) throws(NewsItemError) -> Timestamp? {
+        guard let text = try optionalString(value, field) else { return nil }
         guard let t = Timestamp(rfc3339: text) else {
             throw .schema(
                 field,
@@ -216,8 +246,8 @@ public struct NewsItemDecoder: Sendable {
         return t
     }
 
-    private func userList(_ o: [String: JSONValue]) throws(NewsItemError) -> [String]? {
-        guard let value = o["users"] else { return nil }
+    private func userList(_ value: JSONValue?) throws(NewsItemError) -> [String]? {
+        guard let value else { return nil }
         guard case .array(let array) = value else {
             throw .schema("users", "must be an array of user names, not \(value.typeName)")
         }
@@ -238,8 +268,8 @@ public struct NewsItemDecoder: Sendable {
         return users
     }
 
-    private func propertyMap(_ o: [String: JSONValue]) throws(NewsItemError) -> [String: String] {
-        guard let value = o["properties"] else { return [:] }
+    private func propertyMap(_ value: JSONValue?) throws(NewsItemError) -> [String: String] {
+        guard let value else { return [:] }
         guard case .object(let map) = value else {
             throw .schema("properties", "must be an object of strings, not \(value.typeName)")
         }
@@ -267,13 +297,27 @@ public struct NewsItemDecoder: Sendable {
                 && b != UInt8(ascii: ".") && b != UInt8(ascii: ":") && b != UInt8(ascii: "-")
     }
 
+    /// How many Unicode scalars `s` has when that is more than `limit`, else nil. Counted only
+    /// when its UTF-8 could hold more (a scalar is 1 to 4 bytes): most ids and headlines cannot.
+    static func scalars(_ s: String, over limit: Int) -> Int? {
+        guard s.utf8.count > limit else { return nil }
+        let count = s.unicodeScalars.count
+        return count > limit ? count : nil
+    }
+
     static func trimmed(_ s: String) -> String {
+        // Most headlines start and end with a visible ASCII character: nothing to trim or copy.
+        if let first = s.utf8.first, let last = s.utf8.last, Self.isVisibleASCII(first), Self.isVisibleASCII(last) {
+            return s
+        }
         let scalars = s.unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
         else { return "" }
         return String(scalars[first...last])
     }
+
+    private static func isVisibleASCII(_ b: UInt8) -> Bool { b > 0x20 && b < 0x7F }
 }
 
 extension NewsItem.Platform {

@@ -7,7 +7,16 @@ public struct Timestamp: Sendable, Equatable {
 
     /// Parses `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`; the same ranges as the schema's pattern.
     public init?(rfc3339 text: String) {
-        let b = Array(text.utf8)
+        // Read in place: a copy into an array was an allocation per timestamp of every item.
+        let parsed =
+            text.utf8.withContiguousStorageIfAvailable(Self.epochSeconds) ?? Self.epochSeconds(Array(text.utf8))
+        guard let parsed else { return nil }
+        self.text = text
+        self.epochSeconds = parsed
+    }
+
+    private static func epochSeconds<Bytes: RandomAccessCollection<UInt8>>(_ b: Bytes) -> Double?
+    where Bytes.Index == Int {
         guard b.count >= 20 else { return nil }
         func digits(_ at: Int, _ n: Int) -> Int? {
             guard at + n <= b.count else { return nil }
@@ -52,7 +61,6 @@ public struct Timestamp: Sendable, Equatable {
         guard i == b.count else { return nil }
         let days = CivilDate.days(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
-        self.text = text
-        self.epochSeconds = Double(seconds) + fraction
+        return Double(seconds) + fraction
     }
 }

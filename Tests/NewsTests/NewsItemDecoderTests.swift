@@ -92,6 +92,89 @@ import TextFormats
         )
     }
 
+    /// The decoder reads an item's members as they come instead of from a dictionary: a key
+    /// written twice is still the last one's, and a member it does not know is still JSON.
+    @Test func repeatedKeysKeepTheLastAndUnknownMembersAreStillChecked() throws {
+        let last = try decoder.decode(Array(#"{"id":1,"headline":"first","id":"b","headline":"second"}"#.utf8))
+        #expect(last.id == "b")
+        #expect(last.headline == "second")
+        #expect(error(#"{"id":"a","headline":"x","id":2}"#)?.description == #"field "id" must be a string, not number"#)
+        let extra = try decoder.decode(Array(#"{"id":"a","extra":{"x":[1,{"y":null}]},"headline":"h"}"#.utf8))
+        #expect(extra == NewsItem(id: "a", headline: "h"))
+        let deep = String(repeating: "[", count: 70) + String(repeating: "]", count: 70)
+        #expect(error(#"{"id":"a","headline":"x","extra":\#(deep)}"#)?.description.contains("nesting") == true)
+        #expect(error(#"{"id":"a","headline":"x","extra":tru}"#)?.kind == .malformedJSON)
+        #expect(error(#"["id","a"]"#)?.description == "a news item must be a JSON object, not array")
+        #expect(error(#" "text" "#)?.description == "a news item must be a JSON object, not string")
+        #expect(error(#"{"id":"a","headline":"x"}{}"#)?.kind == .malformedJSON)
+        #expect(error(#"{"id":"a","headline":"x",}"#)?.kind == .malformedJSON)
+        #expect(error(#"{"id":"a" "headline":"x"}"#)?.kind == .malformedJSON)
+    }
+
+    /// Lengths are in Unicode scalars (counted only when the bytes could exceed the limit); a
+    /// headline is trimmed of Unicode white space, and one with none is kept as it is.
+    @Test func lengthsCountScalarsAndHeadlinesAreTrimmed() throws {
+        let e128 = String(repeating: "\u{E9}", count: 128)
+        #expect(try decoder.decode(Array(#"{"id":"\#(e128)","headline":"x"}"#.utf8)).id == e128)
+        #expect(
+            error(#"{"id":"\#(e128)\#u{E9}","headline":"x"}"#)?.description
+                == #"field "id" must be 1 to 128 characters, got 129"#
+        )
+        #expect(error(#"{"id":"","headline":"x"}"#)?.description == #"field "id" must be 1 to 128 characters, got 0"#)
+        let globes = String(repeating: "\u{1F30D}", count: 512)
+        #expect(try decoder.decode(Array(#"{"id":"a","headline":" \#(globes)\t"}"#.utf8)).headline == globes)
+        #expect(
+            error(#"{"id":"a","headline":"\#(globes)x"}"#)?.description
+                == #"field "headline" is 513 characters after trimming, over 512"#
+        )
+        #expect(
+            try decoder.decode(Array("{\"id\":\"a\",\"headline\":\"\u{A0}\u{2003}Quake\u{3000}\"}".utf8)).headline
+                == "Quake"
+        )
+        #expect(try decoder.decode(Array(#"{"id":"a","headline":"\n Quake \r\n"}"#.utf8)).headline == "Quake")
+        #expect(try decoder.decode(Array(#"{"id":"a","headline":"\u007fQuake"}"#.utf8)).headline == "\u{7F}Quake")
+        #expect(error(#"{"id":"a","headline":" \t\u00a0 "}"#)?.description == #"field "headline" is empty"#)
+    }
+
+    /// `parseMembers` is `parse` without the dictionary: for any input, both refuse it, or the
+    /// members it hands over (the last of each key) are the object `parse` builds, or both give
+    /// the same non-object value.
+    @Test func parseMembersAgreesWithParse() throws {
+        var random = SystemRandomNumberGenerator()
+        let seeds = [
+            #"{"id":"a","headline":"x","users":["u1","u2"],"properties":{"k":"v"},"n":-1.5e3,"t":true,"z":null}"#,
+            #"{"a":1,"a":2,"b":{"a":3},"c":[{}],"d":"\u00e9\n"}"#, #"[1,{"a":2}]"#, #""s""#, "{}", " { } ",
+        ].map { Array($0.utf8) }
+        let alphabet = Array(#"{}[]",:\ 0-1.eEtrufalsn"#.utf8) + [0xC3, 0xA9, 0xFF, 0x01]
+        for _ in 0..<20_000 {
+            var bytes = seeds[Int.random(in: 0..<seeds.count, using: &random)]
+            for _ in 0..<Int.random(in: 0...3, using: &random) {
+                let at = Int.random(in: 0...bytes.count, using: &random)
+                let byte = alphabet[Int.random(in: 0..<alphabet.count, using: &random)]
+                switch Int.random(in: 0..<3, using: &random) {
+                case 0: bytes.insert(byte, at: at)
+                case 1 where at < bytes.count: bytes.remove(at: at)
+                default: if at < bytes.count { bytes[at] = byte }
+                }
+            }
+            let whole = Result { () throws(JSONParser.SyntaxError) in try JSONParser.parse(bytes) }
+            var members: [String: JSONValue] = [:]
+            let streamed = bytes.withUnsafeBytes { raw in
+                Result { () throws(JSONParser.SyntaxError) in try JSONParser.parseMembers(raw) { members[$0] = $1 } }
+            }
+            switch (whole, streamed) {
+            case (.success(.object(let object)), .success(nil)):
+                #expect(object == members, "\(String(decoding: bytes, as: UTF8.self))")
+            case (.success(let value), .success(let other?)):
+                #expect(value == other, "\(String(decoding: bytes, as: UTF8.self))")
+            case (.failure(let a), .failure(let b)):
+                #expect(a == b, "\(String(decoding: bytes, as: UTF8.self))")
+            default:
+                Issue.record("parse \(whole) but parseMembers \(streamed): \(String(decoding: bytes, as: UTF8.self))")
+            }
+        }
+    }
+
     @Test func invalidUTF8IsMalformed() {
         let bytes: [UInt8] = Array(#"{"id":"a","headline":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)
         #expect(throws: NewsItemError.self) { try decoder.decode(bytes) }
