@@ -42,7 +42,9 @@ extension Trait where Self == ComputeThreadsTrait {
 private final class ComputeThreads: TaskExecutor {
     static let shared = ComputeThreads(count: 2)
 
-    // Each job signals `ready` once, so each wake finds one.
+    // Each job signals `ready` once, so each wake finds one. The semaphore is what an idle thread
+    // of this executor's own (never a Swift task, never the cooperative pool's) blocks on until a
+    // job comes: an executor's threads have nothing else to wait with.
     private let jobs = Mutex<[UnownedJob]>([])
     private let ready = DispatchSemaphore(value: 0)
 
