@@ -45,6 +45,25 @@ import Testing
         #expect(order == ["normal0", "breaking", "normal1", "normal2", "normal3", "normal4", "bulk0", "bulk1"])
     }
 
+    /// What the instance tells the others sharing its hub: the breaking sends waiting, part of
+    /// its demand, and none once they have started.
+    @Test func theBreakingSendsWaitingAreItsUrgentAsk() {
+        var e = engine()
+        var done = Performed(e.assigned(sports + [world], now: .zero))
+        done.add(
+            e.received(
+                (0..<10).map { record(sports[0], $0, sends: ["bulk\($0)"], priority: .bulk) }
+                    + (0..<3).map { record(world, $0, sends: ["breaking\($0)"], priority: .breaking) },
+                now: .zero
+            )
+        )
+        // One in flight (a breaking one), twelve waiting, two of them breaking.
+        #expect(e.paceUrgent() == 2)
+        #expect(e.paceDemand(now: .zero) >= 12)
+        _ = drain(&e, &done, count: 3)
+        #expect(e.paceUrgent() == 0)
+    }
+
     @Test func withinAPriorityTheCategoriesTakeTurnsAndThenTheirPartitions() {
         var e = engine()
         var done = Performed(e.assigned(sports + [world], now: .zero))

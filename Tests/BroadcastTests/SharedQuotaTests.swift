@@ -30,6 +30,14 @@ struct GroupSimulation {
         var arrivals: (every: Duration, items: Int)?
         var nextArrivalAt: Duration = .zero
         var accepted = 0
+        /// When each item of `arrivals` came, oldest first, while it waits: an item's wait ends at
+        /// the first accepted send after it came (this instance's sends go in the order they came).
+        var arrivedAt: Deque<Duration> = []
+        /// Each arrived item's time from arrival to the hub's acceptance.
+        var waits: [Duration] = []
+        /// Its items are breaking news, and its reports say so as the engine's do (`urgent`).
+        var breaking = false
+        var throttledCount = 0
 
         init(name: String, backlog: Int) {
             self.name = name
@@ -99,7 +107,13 @@ struct GroupSimulation {
             let report = report(s, leaving: false)
             reports.append((now + delay, report))
             s.pacer.share(
-                s.book.group(demand: report.demand, taken: report.taken, rate: report.rate, now: now),
+                s.book.group(
+                    demand: report.demand,
+                    urgent: report.urgent ?? 0,
+                    taken: report.taken,
+                    rate: report.rate,
+                    now: now
+                ),
                 now: now
             )
             instances[i] = s
@@ -115,7 +129,8 @@ struct GroupSimulation {
             taken: taken,
             demand: taken + Double(max(0, min(s.waiting, 2000))),
             rate: s.pacer.hubRate(now: now),
-            leaving: leaving
+            leaving: leaving,
+            urgent: s.breaking ? Double(max(0, min(s.waiting, 2000))) : nil
         )
     }
 
@@ -129,14 +144,20 @@ struct GroupSimulation {
                 s.backlog -= 1
                 s.accepted += 1
                 acceptedAt.append(first.at)
+                if let arrived = s.arrivedAt.popFirst() { s.waits.append(first.at - arrived) }
             } else {
                 s.pacer.throttled(epoch: first.epoch, retryAfter: retryAfter, now: first.at)
+                s.throttledCount += 1
                 s.retries.append(first.at + retryAfter)
             }
         }
         while let first = s.retries.first, first <= now { s.retries.removeFirst() }
         if let arrivals = s.arrivals, now >= s.nextArrivalAt {
             s.backlog += arrivals.items
+            // Only where the backlog starts empty is "oldest first" each arrival's own wait.
+            if s.backlog == arrivals.items + s.arrivedAt.count {
+                s.arrivedAt.append(contentsOf: repeatElement(now, count: arrivals.items))
+            }
             s.nextArrivalAt = now + arrivals.every
         }
         guard s.active(now), !(s.stalled?.contains(now) ?? false) else { return }
@@ -257,6 +278,76 @@ struct GroupSimulation {
         await sim.run(until: .seconds(25))
         let after = sim.acceptedPerSecond(from: .seconds(18), to: .seconds(25)) / Self.quota
         #expect(after >= 0.9, "after the stall: \(after)")
+    }
+
+    /// Breaking news on an instance whose partitions are otherwise quiet, while two others drain
+    /// bulk backlogs at the quota (30 ms round trips): one item a second, or a burst of 50 (one
+    /// story to 50 audiences) every 10 s; each run beside the same run whose reports say nothing
+    /// urgent (an older version's). Without urgent asks, the quiet instance holds no share when a
+    /// burst comes, sends it into a hub the others keep full and waits out the `Retry-After` of
+    /// what was throttled; with them, the others make room first.
+    @Test(arguments: [(1, 200.0), (50, 200.0), (1, 1000.0), (50, 1000.0)])
+    func breakingNewsOnAQuietInstanceIsNotHeldBehindAnothersBacklog(items: Int, quota: Double) async {
+        struct Run {
+            var p50: Duration, p99: Duration, throttled: Int, used: Double
+        }
+        func run(urgent: Bool) async -> Run? {
+            var sim = GroupSimulation(quota: quota, backlogs: [0, 40_000, 40_000])
+            sim.roundTrip = .milliseconds(30)
+            sim.instances[0].arrivals = (every: .seconds(items == 1 ? 1 : 10), items: items)
+            sim.instances[0].nextArrivalAt = .seconds(5)
+            sim.instances[0].breaking = urgent
+            await sim.run(until: .seconds(60))
+            let waits = sim.instances[0].waits.sorted()
+            #expect(waits.count >= 50, "items accepted: \(waits.count)")
+            guard waits.count >= 50 else { return nil }
+            return Run(
+                p50: waits[waits.count / 2],
+                p99: waits[waits.count * 99 / 100],
+                throttled: sim.instances[0].throttledCount,
+                used: sim.acceptedPerSecond(from: .seconds(10), to: .seconds(60)) / quota
+            )
+        }
+        guard let without = await run(urgent: false), let with = await run(urgent: true) else { return }
+        let figures = "with urgent asks \(with), without \(without)"
+        if items == 1 {
+            // A lone item goes at once either way; at 200/s one in about 50 meets a full hub.
+            #expect(with.p50 <= .milliseconds(50), "\(figures)")
+            #expect(with.p99 <= without.p99, "\(figures)")
+        } else {
+            #expect(with.p99 < without.p99, "\(figures)")
+            #expect(with.throttled * 10 < max(10, without.throttled), "\(figures)")
+        }
+        #expect(with.p99 <= .milliseconds(1300), "\(figures)")
+        // The busy ones still fill the quota around it: making room costs them at most what
+        // waits for the others' next split.
+        #expect(with.used >= 0.88, "\(figures)")
+    }
+
+    @Test func urgentAsksAreMetFirst() {
+        // Breaking news on one, bulk on two: the breaking ask is met whole, the rest split.
+        #expect(QuotaShare.allocate(1000, urgent: [250, 0, 0], rest: [0, 5000, 5000]) == [250, 375, 375])
+        // More urgent than the rate: max-min fair among the urgent, nothing for the rest.
+        #expect(QuotaShare.allocate(200, urgent: [250, 50, 0], rest: [0, 0, 5000]) == [150, 50, 0])
+        // No urgent ask: exactly the split without one.
+        #expect(
+            QuotaShare.allocate(900, urgent: [0, 0, 0], rest: [100, 1000, 1000])
+                == QuotaShare.allocate(900, asks: [100, 1000, 1000])
+        )
+        // An older peer says nothing urgent.
+        var book = QuotaShare(instance: "a", hub: "hub")
+        book.heard(
+            QuotaReport(instance: "b", hub: "hub", accepted: 900, taken: 900, demand: 5000, rate: 1000),
+            now: .zero
+        )
+        // 80 breaking sends wait of a demand of 100: at first only the other 20 are asked for (25
+        // with headroom), until the others have had time to make room; then the 80 too, as the
+        // rate that sends them within a quarter second.
+        let first = book.group(demand: 100, urgent: 80, taken: 20, rate: 1000, now: .zero).share
+        #expect(abs(first - 0.025) < 1e-9, "\(first)")
+        let then = book.group(demand: 100, urgent: 80, taken: 20, rate: 1000, now: .milliseconds(400)).share
+        #expect(abs(then - 0.345) < 1e-9, "\(then)")
+        #expect(book.group(demand: 20, taken: 20, rate: 1000, now: .milliseconds(500)).share < 0.03)
     }
 
     @Test func aQuietInstanceHoldsNoShare() async {

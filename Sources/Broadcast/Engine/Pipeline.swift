@@ -230,7 +230,13 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             for h in books.indices where h < engine.hubCount {
                 let report = report(engine, quota, hub: h, now: now, leaving: false)
                 quota.exchange.publish(report)
-                let group = books[h].group(demand: report.demand, taken: report.taken, rate: report.rate, now: now)
+                let group = books[h].group(
+                    demand: report.demand,
+                    urgent: report.urgent ?? 0,
+                    taken: report.taken,
+                    rate: report.rate,
+                    now: now
+                )
                 metrics.hub(h).quotaPeers.set(books[h].others(now: now))
                 actions += engine.shareHub(group, hub: h, now: now)
             }
@@ -339,7 +345,8 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             taken: pace.ownTakenPerSecond(now: now),
             demand: engine.paceDemand(now: now, hub: hub),
             rate: pace.hubRate(now: now),
-            leaving: leaving
+            leaving: leaving,
+            urgent: engine.paceUrgent(hub: hub)
         )
     }
 

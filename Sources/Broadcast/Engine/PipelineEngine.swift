@@ -166,6 +166,9 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         hubs[hub].pacer.ownTakenPerSecond(now: now) + Double(hubs[hub].waiting)
     }
 
+    /// Of `paceDemand`, the breaking sends waiting: the other instances make room for them first.
+    public func paceUrgent(hub: Int = 0) -> Double { Double(hubs[hub].lanes.count(of: .breaking)) }
+
     /// Other instances send to the same hub: from now on this one sends its share.
     public mutating func shareHub(_ group: HubPacer.Group, hub: Int = 0, now: Duration) -> [Action] {
         hubs[hub].pacer.share(group, now: now)

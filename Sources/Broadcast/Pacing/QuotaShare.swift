@@ -9,6 +9,10 @@ public struct QuotaReport: Sendable, Equatable, Codable {
     public var taken: Double
     /// Sends per second it could use: what it sends plus what waits for a token.
     public var demand: Double
+    /// Of `demand`, the breaking sends waiting: asked for as the rate that sends them within
+    /// `QuotaShare.urgentWithin`, and met before any instance's other sends. nil from an instance that does not say (an older
+    /// version): none.
+    public var urgent: Double?
     /// The hub's rate its pacer allows, every instance together; nil while unpaced.
     public var rate: Double?
     /// Sent on a clean stop: its share is given back at once rather than when its reports age.
@@ -21,7 +25,8 @@ public struct QuotaReport: Sendable, Equatable, Codable {
         taken: Double,
         demand: Double,
         rate: Double?,
-        leaving: Bool = false
+        leaving: Bool = false,
+        urgent: Double? = nil
     ) {
         self.instance = instance
         self.hub = hub
@@ -30,6 +35,7 @@ public struct QuotaReport: Sendable, Equatable, Codable {
         self.demand = demand
         self.rate = rate
         self.leaving = leaving
+        self.urgent = urgent
     }
 }
 
@@ -37,7 +43,9 @@ public struct QuotaReport: Sendable, Equatable, Codable {
 /// the hub's rate: max-min fair by demand. An instance gets what it asks for if that is less than
 /// an equal split of what the others leave; the instances that want more split the rest equally.
 /// So an instance whose partitions run dry holds no share, and the busiest take what it gave
-/// back at the next report, not after a climb.
+/// back at the next report, not after a climb. Breaking news comes first across instances as it
+/// does within one: each instance's urgent ask (`QuotaReport.urgent`) is met before any other ask,
+/// so breaking items on a quiet instance do not wait behind another's bulk backlog.
 ///
 /// Every instance computes the same split from the same reports, so the shares add up to the
 /// whole rate without anyone deciding; a report late by a round skews one split by one round.
@@ -53,6 +61,11 @@ public struct QuotaShare: Sendable, Equatable {
         /// long since the first split cannot be written or read: this instance paces alone, and
         /// knows it.
         public var silentAfter: Duration = .seconds(10)
+        /// How long the others take to make room for this instance's breaking news: their next
+        /// split after its report reaches them. Its own share counts its urgent ask only once the
+        /// ask is this old, so that the group never sends more than the hub takes in between
+        /// (a throttled breaking send waits out a `Retry-After`: a second, where this is less).
+        public var urgentAfter: Duration = .milliseconds(400)
         public init() {}
     }
 
@@ -60,6 +73,10 @@ public struct QuotaShare: Sendable, Equatable {
         var report: QuotaReport
         var heardAt: Duration
     }
+
+    /// Breaking news waiting is asked for as the rate that sends it within this (an exchange's
+    /// interval): a burst of 50 breaking items asks 200 sends a second, not 50.
+    public static let urgentWithin: Duration = .milliseconds(250)
 
     public let instance: String
     public let hub: String
@@ -70,6 +87,8 @@ public struct QuotaShare: Sendable, Equatable {
     private var heardSelfAt: Duration?
     private var heardAnyAt: Duration?
     private var firstAskedAt: Duration?
+    /// Since when this instance has asked for breaking news without a pause.
+    private var urgentSince: Duration?
 
     public init(instance: String, hub: String, configuration: Configuration = Configuration()) {
         self.instance = instance
@@ -98,17 +117,29 @@ public struct QuotaShare: Sendable, Equatable {
     }
 
     /// What the pacer needs to share the hub: this instance's share of `rate` (the hub's, every
-    /// instance together; nil while unpaced: what they all start) given its own `demand` and
-    /// `taken` per second, and the others' measures.
-    public mutating func group(demand: Double, taken: Double, rate: Double?, now: Duration) -> HubPacer.Group {
+    /// instance together; nil while unpaced: what they all start) given its own `demand` (of which
+    /// `urgent` breaking sends wait) and `taken` per second, and the others' measures.
+    public mutating func group(
+        demand: Double,
+        urgent: Double = 0,
+        taken: Double,
+        rate: Double?,
+        now: Duration
+    ) -> HubPacer.Group {
         peers = peers.filter { now - $0.value.heardAt < configuration.staleAfter }
         let others = Array(peers.values.map(\.report))
         let known = isKnown(now: now)
         guard !others.isEmpty else { return HubPacer.Group(known: known) }
         // Unpaced (or paused, when no split means anything): split what they all start.
         let rate = rate.flatMap { $0 > 0 ? $0 : nil } ?? (taken + others.reduce(0) { $0 + $1.taken })
-        let asks = [demand] + others.map(\.demand)
-        let share = Self.allocate(rate, asks: asks.map { $0 * configuration.headroom })[0] / max(rate, 1e-9)
+        // Breaking news first: each urgent ask is the rate that sends what waits within
+        // `urgentWithin`; this instance's own counts once the others have had time to make room.
+        urgentSince = urgent > 0 ? urgentSince ?? now : nil
+        let ownUrgent = urgentSince.map { now - $0 >= configuration.urgentAfter } == true ? urgent : 0
+        let urgentAsks = ([ownUrgent] + others.map { $0.urgent ?? 0 }).map { $0 / Self.urgentWithin.inSeconds }
+        let otherDemands = [demand - urgent] + others.map { $0.demand - ($0.urgent ?? 0) }
+        let otherAsks = otherDemands.map { max(0, $0) * configuration.headroom }
+        let share = Self.allocate(rate, urgent: urgentAsks, rest: otherAsks)[0] / max(rate, 1e-9)
         // The rate of the busiest one with items waiting (for a token, a `Retry-After` or a free
         // slot: demand, a rate plus a count, above what it sends) has been tried; the rate of one
         // with nothing waiting (its partitions ran dry, or see a trickle) grew unchecked, and
@@ -132,6 +163,13 @@ public struct QuotaShare: Sendable, Equatable {
         if let heardSelfAt, now - heardSelfAt < configuration.staleAfter { return true }
         let silent = heardAnyAt.map { now - $0 >= configuration.staleAfter } ?? true
         return silent && now - first >= configuration.silentAfter
+    }
+
+    /// The urgent asks met first, max-min fair among themselves if `total` cannot meet them all;
+    /// then what is left split between the `rest` as `allocate(_:asks:)` does.
+    public static func allocate(_ total: Double, urgent: [Double], rest: [Double]) -> [Double] {
+        let urgentTotal = min(total, urgent.reduce(0, +))
+        return zip(allocate(urgentTotal, asks: urgent), allocate(total - urgentTotal, asks: rest)).map(+)
     }
 
     /// Max-min fair split of `total` between `asks` (water-filling); what is left when every ask
