@@ -1,5 +1,6 @@
 import Broadcast
 import DequeModule
+import Foundation
 import TestSupport
 import Testing
 
@@ -322,6 +323,16 @@ struct GroupSimulation {
         // The busy ones still fill the quota around it: making room costs them at most what
         // waits for the others' next split.
         #expect(with.used >= 0.88, "\(figures)")
+    }
+
+    /// Reports travel as JSON between versions: one without `urgent` (an older instance's) reads
+    /// as none, and a newer one keeps it.
+    @Test func reportsWithAndWithoutUrgentAsksRead() throws {
+        let old = #"{"instance":"b","hub":"h","accepted":1,"taken":2,"demand":3,"rate":4,"leaving":false}"#
+        let decoded = try JSONDecoder().decode(QuotaReport.self, from: Data(old.utf8))
+        #expect(decoded == QuotaReport(instance: "b", hub: "h", accepted: 1, taken: 2, demand: 3, rate: 4))
+        let new = QuotaReport(instance: "a", hub: "h", accepted: 1, taken: 2, demand: 30, rate: nil, urgent: 25)
+        #expect(try JSONDecoder().decode(QuotaReport.self, from: JSONEncoder().encode(new)) == new)
     }
 
     @Test func urgentAsksAreMetFirst() {
