@@ -10,8 +10,8 @@ public struct QuotaReport: Sendable, Equatable, Codable {
     /// Sends per second it could use: what it sends plus what waits for a token.
     public var demand: Double
     /// Of `demand`, the breaking sends waiting: asked for as the rate that sends them within
-    /// `QuotaShare.urgentWithin`, and met before any instance's other sends. nil from an instance that does not say (an older
-    /// version): none.
+    /// `QuotaShare.urgentWithin`, and met before any instance's other sends. nil from an
+    /// instance that does not say (an older version): none.
     public var urgent: Double?
     /// The hub's rate its pacer allows, every instance together; nil while unpaced.
     public var rate: Double?
