@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 /// Runs each test of a suite on two threads set aside for long computations, instead of Swift's
@@ -39,14 +38,16 @@ extension Trait where Self == ComputeThreadsTrait {
 }
 
 /// A task executor of two threads that run the jobs in the order they came.
-private final class ComputeThreads: TaskExecutor {
+///
+/// Its jobs are guarded by an NSCondition (a pthread mutex and condition variable), not a
+/// Synchronization.Mutex with a semaphore: `make tsan` runs suites on these threads, and the thread
+/// sanitizer does not see a contended Mutex (a futex), so it reported the guarded array as raced.
+/// `@unchecked Sendable` for that reason only: `jobs` is touched with `condition` held, nowhere else.
+private final class ComputeThreads: TaskExecutor, @unchecked Sendable {
     static let shared = ComputeThreads(count: 2)
 
-    // Each job signals `ready` once, so each wake finds one. The semaphore is what an idle thread
-    // of this executor's own (never a Swift task, never the cooperative pool's) blocks on until a
-    // job comes: an executor's threads have nothing else to wait with.
-    private let jobs = Mutex<[UnownedJob]>([])
-    private let ready = DispatchSemaphore(value: 0)
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
 
     private init(count: Int) {
         for n in 0..<count {
@@ -58,15 +59,21 @@ private final class ComputeThreads: TaskExecutor {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        jobs.withLock { $0.append(job) }
-        ready.signal()
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
     }
 
+    /// An idle thread of this executor's own (never a Swift task, never the cooperative pool's)
+    /// waits on the condition until a job comes.
     private func run() {
         let executor = asUnownedTaskExecutor()
         while true {
-            ready.wait()
-            guard let next = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let next = jobs.removeFirst()
+            condition.unlock()
             next.runSynchronously(on: executor)
         }
     }
