@@ -107,16 +107,7 @@ struct GroupSimulation {
             guard s.active(now) else { continue }
             let report = report(s, leaving: false)
             reports.append((now + delay, report))
-            s.pacer.share(
-                s.book.group(
-                    demand: report.demand,
-                    urgent: report.urgent ?? 0,
-                    taken: report.taken,
-                    rate: report.rate,
-                    now: now
-                ),
-                now: now
-            )
+            s.pacer.share(s.book.group(report, now: now), now: now)
             instances[i] = s
         }
     }
@@ -333,6 +324,21 @@ struct GroupSimulation {
         #expect(decoded == QuotaReport(instance: "b", hub: "h", accepted: 1, taken: 2, demand: 3, rate: 4))
         let new = QuotaReport(instance: "a", hub: "h", accepted: 1, taken: 2, demand: 30, rate: nil, urgent: 25)
         #expect(try JSONDecoder().decode(QuotaReport.self, from: JSONEncoder().encode(new)) == new)
+    }
+
+    /// The wait before its own urgent ask counts starts when the ask does, also when the last ask
+    /// ended while the instance heard nobody: a stale start would let it ask at once, before the
+    /// others had made room.
+    @Test func anUrgentAskThatEndedAloneDoesNotSkipTheNextWait() {
+        var book = QuotaShare(instance: "a", hub: "hub")
+        let peer = QuotaReport(instance: "b", hub: "hub", accepted: 900, taken: 900, demand: 5000, rate: 1000)
+        book.heard(peer, now: .zero)
+        _ = book.group(demand: 100, urgent: 80, taken: 20, rate: 1000, now: .zero)
+        // The peer's reports stop (older than 2 s): alone, with nothing urgent any more.
+        _ = book.group(demand: 20, taken: 20, rate: 1000, now: .seconds(3))
+        book.heard(peer, now: .seconds(4))
+        let share = book.group(demand: 100, urgent: 80, taken: 20, rate: 1000, now: .seconds(4)).share
+        #expect(abs(share - 0.025) < 1e-9, "only the other 20 (25 with headroom) at first: \(share)")
     }
 
     @Test func urgentAsksAreMetFirst() {

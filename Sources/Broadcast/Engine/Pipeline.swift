@@ -230,13 +230,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             for h in books.indices where h < engine.hubCount {
                 let report = report(engine, quota, hub: h, now: now, leaving: false)
                 quota.exchange.publish(report)
-                let group = books[h].group(
-                    demand: report.demand,
-                    urgent: report.urgent ?? 0,
-                    taken: report.taken,
-                    rate: report.rate,
-                    now: now
-                )
+                let group = books[h].group(report, now: now)
                 metrics.hub(h).quotaPeers.set(books[h].others(now: now))
                 actions += engine.shareHub(group, hub: h, now: now)
             }

@@ -127,6 +127,8 @@ public struct QuotaShare: Sendable, Equatable {
         now: Duration
     ) -> HubPacer.Group {
         peers = peers.filter { now - $0.value.heardAt < configuration.staleAfter }
+        // Before the return for an instance alone: an ask that ends then must not leave its start.
+        urgentSince = urgent > 0 ? urgentSince ?? now : nil
         let others = Array(peers.values.map(\.report))
         let known = isKnown(now: now)
         guard !others.isEmpty else { return HubPacer.Group(known: known) }
@@ -134,7 +136,6 @@ public struct QuotaShare: Sendable, Equatable {
         let rate = rate.flatMap { $0 > 0 ? $0 : nil } ?? (taken + others.reduce(0) { $0 + $1.taken })
         // Breaking news first: each urgent ask is the rate that sends what waits within
         // `urgentWithin`; this instance's own counts once the others have had time to make room.
-        urgentSince = urgent > 0 ? urgentSince ?? now : nil
         let ownUrgent = urgentSince.map { now - $0 >= configuration.urgentAfter } == true ? urgent : 0
         let urgentAsks = ([ownUrgent] + others.map { $0.urgent ?? 0 }).map { $0 / Self.urgentWithin.inSeconds }
         let otherDemands = [demand - urgent] + others.map { $0.demand - ($0.urgent ?? 0) }
@@ -153,6 +154,11 @@ public struct QuotaShare: Sendable, Equatable {
             othersRate: busiest?.rate,
             known: known
         )
+    }
+
+    /// The same for the report this instance has just published.
+    public mutating func group(_ own: QuotaReport, now: Duration) -> HubPacer.Group {
+        group(demand: own.demand, urgent: own.urgent ?? 0, taken: own.taken, rate: own.rate, now: now)
     }
 
     /// Who else sends to the hub is known: this instance's own report came back lately, or the
