@@ -61,6 +61,7 @@ let package = Package(
             name: "Kafka",
             dependencies: [
                 "CRdKafka",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -104,23 +104,20 @@ public struct KafkaConsumerConfiguration: Sendable {
             "session.timeout.ms": String(sessionTimeoutMs),
             "max.poll.interval.ms": String(maxPollIntervalMs),
             "fetch.wait.max.ms": String(fetchWaitMaxMs),
-            // librdkafka's prefetch queue, the consumer's real buffer (the default, 100,000, took RSS
-            // from 68 to 106 MiB). Not much lower: librdkafka 2.0 backs a partition off for a whole
-            // second once the queue is over this, so it must hold a second of sends (5,000 starved
-            // the pipeline to 8,000 sends/s; 30,000 keeps it fed at 20,000/s).
-            "queued.min.messages": "30000",
-            // The same queue in bytes (default 64 MiB): reached first with news-sized messages.
-            // Once a queue is over this, librdkafka 2.0 fetches again only after a second
-            // (librdkafka#2879; 2.3 made it `fetch.queue.backoff.ms`), so the queue must hold a
-            // second of sends or the pipeline starves. 60,000 items into nginx on a quiet machine
-            // (sends/s), and peak RSS at 1 M items: 1 MiB 11,416/s, 60.4 MiB; 1.5 MiB 17,580/s,
-            // 62.3 MiB; 2 MiB 22,710/s, 66.0 MiB; 4 MiB 24,480/s, 76.6 MiB. 1.5 MiB keeps the
-            // memory goal (64 MiB) at a hundred times a Standard hub unit's quota (~10,000 sends
-            // a minute); `--kafka-property queued.max.messages.kbytes=…` raises it.
-            "queued.max.messages.kbytes": "1536",
-            // Fetch responses are held in memory until their last message is freed; smaller ones
-            // let the byte cap above be what bounds memory.
-            "max.partition.fetch.bytes": "131072",
+            // librdkafka's prefetch queue holds every partition's messages in one line, in the order
+            // they were fetched, ahead of the consumer's own buffer (where the topics take turns):
+            // a quiet category's item waits behind all of it. So it is kept to a fraction of a
+            // second of sends, and the consumer wakes the fetchers once it has drained to half
+            // (`FetchWake`: librdkafka would otherwise look again only a second later). Measured
+            // with 50,000 items flooding one category at ~10,000 sends/s: the other categories'
+            // p99 1.9 s with 30,000 messages, 1.5 MiB and 128 KiB fetches (a second of sends, no
+            // wake), 0.22-0.31 s with these, the flood drained 1.12x as fast, peak RSS 4.5 MiB lower.
+            "queued.min.messages": "500",
+            // The same queue in bytes (default 64 MiB), reached first by large items.
+            "queued.max.messages.kbytes": "1024",
+            // Fetch answers are held in memory until their last message is freed, and each adds a
+            // partition's worth to the line at once; a record batch larger than this still comes whole.
+            "max.partition.fetch.bytes": "16384",
         ]
         // Pass-through properties still win, except the two that would break at-least-once.
         p.merge(typed) { passedThrough, typed in passedThrough }

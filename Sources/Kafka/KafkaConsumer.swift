@@ -17,6 +17,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// Set once the lifecycle says the running poll loop must end; read by the loop on every turn.
     private let stopRequested = Atomic<Bool>(false)
     private let polls = Atomic<UInt64>(0)
+    private let fetchWakes = Atomic<UInt64>(0)
     private let logger: Logger
     private let handlers: Shared<RebalanceHandlers>
     public let configuration: KafkaConsumerConfiguration
@@ -150,6 +151,9 @@ public final class KafkaConsumer: Service, Sendable {
     /// How many times the poll loop has called librdkafka: a liveness probe sees it move.
     public var pollCount: UInt64 { polls.load(ordering: .relaxed) }
 
+    /// How many times the poll loop woke librdkafka's fetchers after its queue was full.
+    public var fetchWakeCount: UInt64 { fetchWakes.load(ordering: .relaxed) }
+
     /// Proves a broker answers before the consumer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
         try check(.checkReachable)
@@ -160,6 +164,8 @@ public final class KafkaConsumer: Service, Sendable {
 
     private func pollLoop() {
         var fullSince: ContinuousClock.Instant?
+        var wake = FetchWake(properties: configuration.librdkafkaProperties)
+        let started = ContinuousClock.now
         while !stopRequested.load(ordering: .acquiring) {
             // Messages set aside for paused partitions never make the loop wait: no more come for them.
             let buffered = buffer.readyCount
@@ -173,12 +179,14 @@ public final class KafkaConsumer: Service, Sendable {
                 // Rebalances wait for the next poll: at most `pauseAfter` longer. The poll thread is
                 // librdkafka's (rebalance callbacks run inside rd_kafka_consumer_poll), not the
                 // cooperative pool's; it looks again every millisecond while the pipeline catches up.
+                wakeFetchersIfStopped(&wake, since: started)
                 usleep(1000)
                 continue
             }
             polls.add(1, ordering: .relaxed)
             switch client.poll(timeoutMs: 100) {
             case .message(let message):
+                wake.polled(messageBytes: message.value.count + (message.key?.count ?? 0))
                 // A message fetched just before a revoke may still surface; it is not ours now.
                 if pauses.withLock({ $0.assignment.contains(message.topicPartition) }) {
                     buffer.append(message)
@@ -188,10 +196,12 @@ public final class KafkaConsumer: Service, Sendable {
             case .nothing, .endOfPartition:
                 break
             }
+            wakeFetchersIfStopped(&wake, since: started)
             let changes = pauses.withLock { $0.reconcile(buffered: buffer.readyCount, fullFor: fullFor) }
             if !changes.isEmpty {
                 client.pause(changes.pause)
                 client.resume(changes.resume)
+                wake.pausesChanged()
                 logger.debug(
                     "Pause state changed",
                     metadata: ["paused": "\(changes.pause)", "resumed": "\(changes.resume)"]
@@ -202,6 +212,21 @@ public final class KafkaConsumer: Service, Sendable {
         buffer.finish()
         client.destroy()
         lifecycle.withLock { $0.closed() }
+    }
+
+    /// Tells the wake how full librdkafka's queue is, and wakes the fetchers when it says so:
+    /// one round trip on this thread (about a millisecond), at most once for every half a queue
+    /// of messages taken, only while the pipeline is behind; a leader that does not answer backs off.
+    private func wakeFetchersIfStopped(_ wake: inout FetchWake, since started: ContinuousClock.Instant) {
+        let now = ContinuousClock.now - started
+        guard wake.queued(client.queuedMessages(), now: now) else { return }
+        let assigned = Array(pauses.withLock { $0.assignment })
+        guard !assigned.isEmpty else { return }
+        if client.wakeFetchers(assigned, timeoutMs: 100) {
+            fetchWakes.add(1, ordering: .relaxed)
+        } else {
+            wake.failed(now: now)
+        }
     }
 
     /// The consumer's messages; iterate from one task only.

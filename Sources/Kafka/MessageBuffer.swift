@@ -1,45 +1,85 @@
+import DequeModule
 import Synchronization
 
 /// Hands messages from the poll thread to the one task that iterates them.
 ///
+/// Topics (the categories) take turns, one message each; within a topic messages keep the order
+/// they were fetched in, so each partition's stays in order. A fetch answer brings hundreds of a
+/// flooded topic's messages at once, which would otherwise stay in line ahead of a quiet topic's
+/// next message (a breaking item behind a backlog). Within a topic, a partition's messages still
+/// come in runs, so the application sees one partition's backlog grow and can pause it.
+///
 /// The messages of a partition the application paused are set aside, in order, until it is
 /// resumed: librdkafka stops fetching a paused partition, but what it had already handed over
-/// would otherwise stay in line ahead of every other partition's messages (a breaking item behind
-/// a backlog). Set aside, they count towards `count` (the lag) but not towards `readyCount`, so
-/// they never make the poll loop wait.
+/// would otherwise still be handed out. Set aside, they count towards `count` (the lag) but not
+/// towards `readyCount`, so they never make the poll loop wait.
 final class MessageBuffer: Sendable {
+    private struct Line {
+        let topic: String
+        var messages: Deque<KafkaMessage> = []
+    }
+
     private struct State {
-        var items: [KafkaMessage] = []
-        var head = 0
-        var waiter: CheckedContinuation<KafkaMessage?, Never>?
-        var finished = false
+        /// One line a topic ever buffered here, found by `index`.
+        var lines: [Line] = []
+        var index: [String: Int] = [:]
+        /// Lines with messages, the next to hand one out first.
+        var turns: Deque<Int> = []
+        var readyCount = 0
         /// Paused partitions, each with its messages set aside, oldest first.
         var held: [TopicPartition: [KafkaMessage]] = [:]
         var heldCount = 0
+        var waiter: CheckedContinuation<KafkaMessage?, Never>?
+        var finished = false
+        /// The line of the last message appended: a fetch answer brings a topic's messages together.
+        var last = -1
 
-        var readyCount: Int { items.count - head }
-
-        mutating func popFirst() -> KafkaMessage? {
-            guard head < items.count else { return nil }
-            let item = items[head]
-            head += 1
-            // Compact once the consumed prefix dominates, so memory stays bounded by the capacity.
-            if head >= 1024 && head * 2 >= items.count {
-                items.removeFirst(head)
-                head = 0
+        mutating func line(of topic: String) -> Int {
+            if last >= 0, lines[last].topic == topic { return last }
+            if let found = index[topic] {
+                last = found
+                return found
             }
-            return item
+            lines.append(Line(topic: topic))
+            last = lines.count - 1
+            index[topic] = last
+            return last
         }
 
-        /// Keeps the ready messages that `keep` accepts, in order; the others go to `removed`.
-        mutating func partitionReady(keep: (KafkaMessage) -> Bool, removed: (KafkaMessage) -> Void) {
-            var kept: [KafkaMessage] = []
-            kept.reserveCapacity(readyCount)
-            for item in items[head...] {
-                if keep(item) { kept.append(item) } else { removed(item) }
+        func isHeld(_ partition: TopicPartition) -> Bool { !held.isEmpty && held[partition] != nil }
+
+        /// Appends a message that nobody is waiting for.
+        mutating func push(_ message: KafkaMessage) {
+            if isHeld(message.topicPartition) {
+                held[message.topicPartition]?.append(message)
+                heldCount += 1
+                return
             }
-            items = kept
-            head = 0
+            let l = line(of: message.topic)
+            lines[l].messages.append(message)
+            if lines[l].messages.count == 1 { turns.append(l) }
+            readyCount += 1
+        }
+
+        mutating func popFirst() -> KafkaMessage? {
+            guard let l = turns.popFirst(), let message = lines[l].messages.popFirst() else { return nil }
+            if !lines[l].messages.isEmpty { turns.append(l) }
+            readyCount -= 1
+            return message
+        }
+
+        /// Takes these partitions' ready messages out of their topics' lines, in order, each to `removed`.
+        mutating func remove(_ partitions: Set<TopicPartition>, removed: (KafkaMessage) -> Void) {
+            for topic in Set(partitions.map(\.topic)) {
+                guard let l = index[topic], !lines[l].messages.isEmpty else { continue }
+                var kept: Deque<KafkaMessage> = []
+                for message in lines[l].messages {
+                    if partitions.contains(message.topicPartition) { removed(message) } else { kept.append(message) }
+                }
+                readyCount -= lines[l].messages.count - kept.count
+                lines[l].messages = kept
+                if kept.isEmpty { turns.removeAll { $0 == l } }
+            }
         }
     }
 
@@ -52,16 +92,12 @@ final class MessageBuffer: Sendable {
 
     func append(_ message: KafkaMessage) {
         let waiter = state.withLock { state -> CheckedContinuation<KafkaMessage?, Never>? in
-            if !state.held.isEmpty, state.held[message.topicPartition] != nil {
-                state.held[message.topicPartition]?.append(message)
-                state.heldCount += 1
-                return nil
-            }
-            if let waiter = state.waiter {
+            // A reader waits only when nothing is ready, so no other topic's turn comes first.
+            if let waiter = state.waiter, !state.isHeld(message.topicPartition) {
                 state.waiter = nil
                 return waiter
             }
-            state.items.append(message)
+            state.push(message)
             return nil
         }
         waiter?.resume(returning: message)
@@ -71,37 +107,27 @@ final class MessageBuffer: Sendable {
     /// `release` or `revoke`. Only for assigned partitions: a hold outlives nothing else.
     func hold(_ partitions: [TopicPartition]) {
         state.withLock { state in
-            var added = false
-            for p in partitions where state.held[p] == nil {
-                state.held[p] = []
-                added = true
-            }
-            guard added else { return }
-            let held = state.held
+            let added = Set(partitions.filter { state.held[$0] == nil })
+            guard !added.isEmpty else { return }
+            for p in added { state.held[p] = [] }
             var setAside: [KafkaMessage] = []
-            state.partitionReady(keep: { held[$0.topicPartition] == nil }) { setAside.append($0) }
+            state.remove(added) { setAside.append($0) }
             for message in setAside { state.held[message.topicPartition]?.append(message) }
             state.heldCount += setAside.count
         }
     }
 
-    /// Puts these partitions' messages back in line (they are older than any that come later).
+    /// Puts these partitions' messages back in their topics' lines (older than any that come later).
     func release(_ partitions: [TopicPartition]) {
         let handOver = state.withLock { state -> (CheckedContinuation<KafkaMessage?, Never>, KafkaMessage)? in
-            var back: [KafkaMessage] = []
             for p in partitions {
                 guard let messages = state.held.removeValue(forKey: p) else { continue }
                 state.heldCount -= messages.count
-                back += messages
+                for message in messages { state.push(message) }
             }
-            guard !back.isEmpty else { return nil }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                state.items.append(contentsOf: back.dropFirst())
-                return (waiter, back[0])
-            }
-            state.items.append(contentsOf: back)
-            return nil
+            guard let waiter = state.waiter, let message = state.popFirst() else { return nil }
+            state.waiter = nil
+            return (waiter, message)
         }
         if let (waiter, message) = handOver { waiter.resume(returning: message) }
     }
@@ -109,7 +135,7 @@ final class MessageBuffer: Sendable {
     /// Drops the messages of partitions that left, set aside or not, and forgets their pause.
     func revoke(_ partitions: Set<TopicPartition>) {
         state.withLock { state in
-            state.partitionReady(keep: { !partitions.contains($0.topicPartition) }) { _ in }
+            state.remove(partitions) { _ in }
             for p in partitions {
                 if let messages = state.held.removeValue(forKey: p) { state.heldCount -= messages.count }
             }
@@ -157,6 +183,7 @@ final class MessageBuffer: Sendable {
     func drain(max: Int) -> [KafkaMessage] {
         state.withLock { state in
             var batch: [KafkaMessage] = []
+            batch.reserveCapacity(Swift.min(max, state.readyCount))
             while batch.count < max, let item = state.popFirst() { batch.append(item) }
             return batch
         }

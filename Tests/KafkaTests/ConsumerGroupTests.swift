@@ -81,6 +81,26 @@ import Testing
         #expect(committed.values.contains { $0 > 0 })
     }
 
+    /// librdkafka's queue kept to 20 messages and the consumer's buffer to 10: the queue fills and
+    /// the fetchers stop every few dozen messages, and the poll loop wakes them each time it has
+    /// drained (librdkafka would look again only a second later). Nothing is lost or reordered.
+    @Test func aShortQueueIsRefilledByWakingTheFetchers() async throws {
+        try await KafkaTestKit.produce(3000, topic: topic, bootstrap: broker.bootstrap)
+        var config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "wake", topics: [topic])
+        config.kafka.properties["queued.min.messages"] = "20"
+        config.bufferCapacity = 10
+        let consumer = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+        let taken = try await KafkaTestKit.withRunning(consumer) { messages in
+            await KafkaTestKit.take(3000, from: messages, timeout: .seconds(300))
+        }
+        #expect(taken.count == 3000)
+        #expect(Set(taken.map { String(decoding: $0.value, as: UTF8.self) }) == Set((0..<3000).map(String.init)))
+        for (partition, messages) in Dictionary(grouping: taken, by: \.topicPartition) {
+            #expect(messages.map(\.offset) == Array(0..<Int64(messages.count)), "\(partition) out of order")
+        }
+        #expect(consumer.fetchWakeCount > 0)
+    }
+
     @Test func twoMembersSplitThePartitionsAndARebalanceLosesNothing() async throws {
         try await KafkaTestKit.produce(1000, topic: topic, bootstrap: broker.bootstrap)
         let config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "split", topics: [topic])

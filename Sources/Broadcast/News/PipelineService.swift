@@ -23,8 +23,8 @@ public enum PipelineService {
         }
     }
 
-    /// The consumer's settings for the pipeline: a few batches buffered (librdkafka's own queue
-    /// is the deep buffer).
+    /// The consumer's settings for the pipeline: a few batches buffered, the categories taking
+    /// turns in them (librdkafka's queue ahead of them is kept short).
     public static func consumerConfiguration(
         kafka: KafkaConfiguration,
         groupID: String,

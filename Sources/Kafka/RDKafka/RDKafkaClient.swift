@@ -59,6 +59,9 @@ final class RDKafkaClient: @unchecked Sendable {
     private let lifecycle = Mutex(HandleLifecycle())
     // The poll thread alone reads messages, so the topic name cache needs no lock.
     private var topicNames: [OpaquePointer: String] = [:]
+    /// A consumer's queue (messages of every partition, in arrival order), to read its length;
+    /// only the poll thread reads it, and `destroy` frees it before the handle.
+    private let consumerQueue: OpaquePointer?
 
     init(
         role: Role,
@@ -93,6 +96,7 @@ final class RDKafkaClient: @unchecked Sendable {
             throw .configuration(string(errorText))
         }
         if role == .consumer { rd_kafka_poll_set_consumer(handle) }
+        consumerQueue = role == .consumer ? rd_kafka_queue_get_consumer(handle) : nil
         self.handle = handle
         self.callbacks = callbacks
         callbacks.client = self
@@ -106,6 +110,7 @@ final class RDKafkaClient: @unchecked Sendable {
         while true {
             switch lifecycle.withLock({ $0.close() }) {
             case .destroyNow:
+                if let consumerQueue { rd_kafka_queue_destroy(consumerQueue) }
                 rd_kafka_destroy(handle)
                 return
             case .waitForUsers:
@@ -198,6 +203,21 @@ final class RDKafkaClient: @unchecked Sendable {
                 timestampMs: type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp
             )
         )
+    }
+
+    /// Messages fetched and not yet polled, every partition's (from the poll thread only).
+    func queuedMessages() -> Int {
+        consumerQueue.map { Int(rd_kafka_queue_length($0)) } ?? 0
+    }
+
+    /// Asks the leader of each of these partitions for its latest offsets (one small request a
+    /// broker), which makes that broker's connection look again at once at whether to fetch
+    /// (see `FetchWake`). From the poll thread only; blocks for one round trip. True if every
+    /// leader answered.
+    func wakeFetchers(_ partitions: [TopicPartition], timeoutMs: Int32) -> Bool {
+        let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_END)) })
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        return rd_kafka_offsets_for_times(handle, list, timeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR
     }
 
     /// Reads these partitions from these offsets, outside any group (the topic reader's).

@@ -1,0 +1,72 @@
+/// When the consumer must wake librdkafka's fetchers.
+///
+/// librdkafka stops fetching once its queue holds `queued.min.messages` messages or
+/// `queued.max.messages.kbytes`, and looks at the queue again only when a broker connection has
+/// something else to do, or after a second (librdkafka 2.0 always; 2.3 made the second
+/// `fetch.queue.backoff.ms`). A queue that holds more than a second of sends hides the second
+/// but keeps every partition's newest message behind it (a quiet category's item behind a
+/// flooded one's, in one queue in arrival order); a short one starves the pipeline for most of
+/// each second. So the queue is kept short and, once it was seen full and has drained to half,
+/// the consumer gives each leader something to do (a request for its latest offsets), which
+/// makes the connection look at the queue, and fetch, at once.
+///
+/// Only the message count is visible (`rd_kafka_queue_length`); the bytes are estimated from the
+/// mean size of the messages polled.
+struct FetchWake: Sendable, Equatable {
+    /// librdkafka's `queued.min.messages`.
+    let messages: Int
+    /// librdkafka's `queued.max.messages.kbytes`, in bytes.
+    let bytes: Int
+    /// A wake that failed is not tried again before this long (a leader down, a timeout).
+    let backoffAfterFailure: Duration
+    /// The queue was seen full since the last wake.
+    private(set) var armed = false
+    private(set) var meanMessageBytes: Double = 0
+    private var notBefore: Duration = .zero
+
+    init(messages: Int, bytes: Int, backoffAfterFailure: Duration = .seconds(1)) {
+        self.messages = max(1, messages)
+        self.bytes = max(1, bytes)
+        self.backoffAfterFailure = backoffAfterFailure
+    }
+
+    /// librdkafka's own defaults where the properties leave them out or cannot be read.
+    init(properties: [String: String]) {
+        let messages = properties["queued.min.messages"].flatMap { Int($0) } ?? 100_000
+        let kbytes = properties["queued.max.messages.kbytes"].flatMap { Int($0) } ?? 65_536
+        self.init(messages: messages, bytes: kbytes.multipliedReportingOverflow(by: 1024).partialValue)
+    }
+
+    /// A message of this many bytes (key and value) was polled.
+    mutating func polled(messageBytes: Int) {
+        // A moving mean over about the last 64 messages: what the queue holds now.
+        meanMessageBytes += (Double(messageBytes) - meanMessageBytes) / 64
+    }
+
+    /// The queue holds `count` messages at `now`; true when the fetchers must be woken now.
+    mutating func queued(_ count: Int, now: Duration) -> Bool {
+        let estimatedBytes = Double(count) * meanMessageBytes
+        // Seen near full (librdkafka compares when a fetch answer is handled, and an answer can
+        // take the queue past the mark): the fetchers may have stopped.
+        if count * 10 >= messages * 9 || estimatedBytes * 10 >= Double(bytes) * 9 {
+            armed = true
+            return false
+        }
+        guard armed, count * 2 <= messages, estimatedBytes * 2 <= Double(bytes), now >= notBefore else { return false }
+        armed = false
+        return true
+    }
+
+    /// Partitions were paused or resumed. librdkafka drops a paused partition's messages from the
+    /// queue only as they are polled, so a queue the fetchers stopped at can empty without being
+    /// seen full; and a resumed partition's first fetch answer can fill it at once.
+    mutating func pausesChanged() {
+        armed = true
+    }
+
+    /// The wake asked for at `now` did not reach every leader.
+    mutating func failed(now: Duration) {
+        armed = true
+        notBefore = now + backoffAfterFailure
+    }
+}
