@@ -22,6 +22,7 @@ struct FetchWake: Sendable, Equatable {
     /// The queue was seen full since the last wake.
     private(set) var armed = false
     private(set) var meanMessageBytes: Double = 0
+    private var polledAny = false
     private var notBefore: Duration = .zero
 
     init(messages: Int, bytes: Int, backoffAfterFailure: Duration = .seconds(1)) {
@@ -39,7 +40,13 @@ struct FetchWake: Sendable, Equatable {
 
     /// A message of this many bytes (key and value) was polled.
     mutating func polled(messageBytes: Int) {
-        // A moving mean over about the last 64 messages: what the queue holds now.
+        // A moving mean over about the last 64 messages: what the queue holds now. The first
+        // message sets it, or large items would pass for empty ones until the mean caught up.
+        guard polledAny else {
+            polledAny = true
+            meanMessageBytes = Double(messageBytes)
+            return
+        }
         meanMessageBytes += (Double(messageBytes) - meanMessageBytes) / 64
     }
 

@@ -214,15 +214,16 @@ public final class KafkaConsumer: Service, Sendable {
         lifecycle.withLock { $0.closed() }
     }
 
-    /// Tells the wake how full librdkafka's queue is, and wakes the fetchers when it says so:
-    /// one round trip on this thread (about a millisecond), at most once for every half a queue
-    /// of messages taken, only while the pipeline is behind; a leader that does not answer backs off.
+    /// Tells the wake how full librdkafka's queue is, and wakes the fetchers when it says so: each
+    /// time the queue has filled and drained to half, and after a pause or resume, so never while
+    /// the pipeline keeps up with the fetches. It waits on this thread for the leaders' answers
+    /// (about a millisecond on a local network), 20 ms at most; a wake that fails backs off.
     private func wakeFetchersIfStopped(_ wake: inout FetchWake, since started: ContinuousClock.Instant) {
         let now = ContinuousClock.now - started
         guard wake.queued(client.queuedMessages(), now: now) else { return }
         let assigned = Array(pauses.withLock { $0.assignment })
         guard !assigned.isEmpty else { return }
-        if client.wakeFetchers(assigned, timeoutMs: 100) {
+        if client.wakeFetchers(assigned, timeoutMs: 20) {
             fetchWakes.add(1, ordering: .relaxed)
         } else {
             wake.failed(now: now)

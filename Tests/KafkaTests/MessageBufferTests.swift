@@ -132,7 +132,12 @@ import Testing
                     held.remove(p)
                     expected[p] = []
                 default:
-                    for m in buffer.drain(max: Int(rng.next() % 4)) {
+                    let max = Int(rng.next() % 4)
+                    let ready = expected.filter { !held.contains($0.key) }.values.reduce(0) { $0 + $1.count }
+                    let taken = buffer.drain(max: max)
+                    // Nothing ready is stranded out of turn.
+                    #expect(taken.count == min(max, ready))
+                    for m in taken {
                         #expect(!held.contains(m.topicPartition))
                         #expect(expected[m.topicPartition]?.first == m.offset, "\(m.topicPartition)@\(m.offset)")
                         expected[m.topicPartition]?.removeFirst()
@@ -142,6 +147,12 @@ import Testing
                 let ready = expected.filter { !held.contains($0.key) }.values.reduce(0) { $0 + $1.count }
                 #expect(buffer.count == waiting && buffer.readyCount == ready)
             }
+            // Released, everything left comes out, each partition's in order.
+            buffer.release(partitions)
+            var left: [TopicPartition: [Int64]] = [:]
+            for m in buffer.drain(max: .max) { left[m.topicPartition, default: []].append(m.offset) }
+            #expect(left == expected.filter { !$0.value.isEmpty })
+            #expect(buffer.count == 0)
         }
     }
 }

@@ -212,12 +212,16 @@ final class RDKafkaClient: @unchecked Sendable {
 
     /// Asks the leader of each of these partitions for its latest offsets (one small request a
     /// broker), which makes that broker's connection look again at once at whether to fetch
-    /// (see `FetchWake`). From the poll thread only; blocks for one round trip. True if every
-    /// leader answered.
+    /// (see `FetchWake`). From the poll thread only. The request reaching the connection is the
+    /// wake and the answers do not matter, so it waits for them at most `timeoutMs` (a broker
+    /// farther away than that is still woken); false if it failed otherwise.
     func wakeFetchers(_ partitions: [TopicPartition], timeoutMs: Int32) -> Bool {
         let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_END)) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        return rd_kafka_offsets_for_times(handle, list, timeoutMs) == RD_KAFKA_RESP_ERR_NO_ERROR
+        let err = rd_kafka_offsets_for_times(handle, list, timeoutMs)
+        // Timed out: sent and not yet answered, or a leader not known yet; then nothing is being
+        // fetched, the queue does not fill again, and no other wake follows until it does.
+        return err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR__TIMED_OUT
     }
 
     /// Reads these partitions from these offsets, outside any group (the topic reader's).
