@@ -1,14 +1,14 @@
 /// When the consumer must wake librdkafka's fetchers.
 ///
-/// librdkafka stops fetching once its queue holds `queued.min.messages` messages or
-/// `queued.max.messages.kbytes`, and looks at the queue again only when a broker connection has
+/// librdkafka stops fetching a partition once its queue holds `queued.min.messages` messages or
+/// `queued.max.messages.kbytes`, and looks at the queue again only when its broker connection has
 /// something else to do, or after a second (librdkafka 2.0 always; 2.3 made the second
-/// `fetch.queue.backoff.ms`). A queue that holds more than a second of sends hides the second
-/// but keeps every partition's newest message behind it (a quiet category's item behind a
-/// flooded one's, in one queue in arrival order); a short one starves the pipeline for most of
-/// each second. So the queue is kept short and, once it was seen full and has drained to half,
-/// the consumer gives each leader something to do (a request for its latest offsets), which
-/// makes the connection look at the queue, and fetch, at once.
+/// `fetch.queue.backoff.ms`). A connection still fetching another partition looks again at each
+/// answer; one whose partitions have all stopped (every category flooded, or a broker leading
+/// only flooded partitions) would starve the pipeline for most of each second. So once the
+/// fullest partition queue was seen full and has drained to half, the consumer gives each leader
+/// something to do (a request for its latest offsets), which makes the connection look at its
+/// queues, and fetch, at once.
 ///
 /// Only the message count is visible (`rd_kafka_queue_length`); the bytes are estimated from the
 /// mean size of the messages polled.
@@ -50,7 +50,8 @@ struct FetchWake: Sendable, Equatable {
         meanMessageBytes += (Double(messageBytes) - meanMessageBytes) / 64
     }
 
-    /// The queue holds `count` messages at `now`; true when the fetchers must be woken now.
+    /// The fullest partition queue holds `count` messages at `now`; true when the fetchers must be
+    /// woken now.
     mutating func queued(_ count: Int, now: Duration) -> Bool {
         let estimatedBytes = Double(count) * meanMessageBytes
         // Seen near full (librdkafka compares when a fetch answer is handled, and an answer can
@@ -64,8 +65,8 @@ struct FetchWake: Sendable, Equatable {
         return true
     }
 
-    /// Partitions were paused or resumed. librdkafka drops a paused partition's messages from the
-    /// queue only as they are polled, so a queue the fetchers stopped at can empty without being
+    /// Partitions were paused or resumed. librdkafka drops a paused partition's messages from its
+    /// queue only as they are taken, so a queue the fetchers stopped at can empty without being
     /// seen full; and a resumed partition's first fetch answer can fill it at once.
     mutating func pausesChanged() {
         armed = true

@@ -151,6 +151,12 @@ public final class KafkaConsumer: Service, Sendable {
     /// How many times the poll loop has called librdkafka: a liveness probe sees it move.
     public var pollCount: UInt64 { polls.load(ordering: .relaxed) }
 
+    /// Messages librdkafka has fetched for this partition and the poll loop has not taken yet.
+    func prefetched(_ partition: TopicPartition) -> Int { client.queuedMessages(partition) }
+
+    /// The topics with messages in the buffer, ready for the application.
+    var bufferedTopics: Set<String> { buffer.readyTopics }
+
     /// How many times the poll loop woke librdkafka's fetchers after its queue was full.
     public var fetchWakeCount: UInt64 { fetchWakes.load(ordering: .relaxed) }
 
@@ -179,23 +185,27 @@ public final class KafkaConsumer: Service, Sendable {
                 // Rebalances wait for the next poll: at most `pauseAfter` longer. The poll thread is
                 // librdkafka's (rebalance callbacks run inside rd_kafka_consumer_poll), not the
                 // cooperative pool's; it looks again every millisecond while the pipeline catches up.
+                // A topic with nothing buffered is not held up: its messages would be handed out
+                // next (the topics take turns), so a few of each of its partitions' come in. Once
+                // in, the topic has messages buffered: at most those few beyond the capacity.
+                let quiet = client.takeFromPartitions(each: 8, limit: 64, skippingTopics: buffer.readyTopics)
+                for result in quiet.results { take(result, &wake) }
                 wakeFetchersIfStopped(&wake, since: started)
                 usleep(1000)
                 continue
             }
             polls.add(1, ordering: .relaxed)
-            switch client.poll(timeoutMs: 100) {
-            case .message(let message):
-                wake.polled(messageBytes: message.value.count + (message.key?.count ?? 0))
-                // A message fetched just before a revoke may still surface; it is not ours now.
-                if pauses.withLock({ $0.assignment.contains(message.topicPartition) }) {
-                    buffer.append(message)
-                }
-            case .error(let error):
-                logger.warning("Consume error", metadata: ["error": "\(error)"])
-            case .nothing, .endOfPartition:
-                break
+            // Events first (rebalances run inside this call), then each partition's own queue in
+            // turn, no more than the buffer has room for: a full buffer makes the loop wait, and
+            // what it takes while it waits for room must be whichever partition's turn it is.
+            let event = client.poll(timeoutMs: 0)
+            let room = min(256, configuration.bufferCapacity - buffered)
+            let (results, more) = client.takeFromPartitions(each: 64, limit: room)
+            if case .nothing = event, results.isEmpty, !more {
+                client.waitForMessages(timeoutMs: 100)
             }
+            take(event, &wake)
+            for result in results { take(result, &wake) }
             wakeFetchersIfStopped(&wake, since: started)
             let changes = pauses.withLock { $0.reconcile(buffered: buffer.readyCount, fullFor: fullFor) }
             if !changes.isEmpty {
@@ -214,13 +224,28 @@ public final class KafkaConsumer: Service, Sendable {
         lifecycle.withLock { $0.closed() }
     }
 
-    /// Tells the wake how full librdkafka's queue is, and wakes the fetchers when it says so: each
-    /// time the queue has filled and drained to half, and after a pause or resume, so never while
+    private func take(_ result: RDKafkaClient.PollResult, _ wake: inout FetchWake) {
+        switch result {
+        case .message(let message):
+            wake.polled(messageBytes: message.value.count + (message.key?.count ?? 0))
+            // A message fetched just before a revoke may still surface; it is not ours now.
+            if pauses.withLock({ $0.assignment.contains(message.topicPartition) }) {
+                buffer.append(message)
+            }
+        case .error(let error):
+            logger.warning("Consume error", metadata: ["error": "\(error)"])
+        case .nothing, .endOfPartition:
+            break
+        }
+    }
+
+    /// Tells the wake how full the fullest partition queue is, and wakes the fetchers when it says
+    /// so: each time it has filled and drained to half, and after a pause or resume, so never while
     /// the pipeline keeps up with the fetches. It waits on this thread for the leaders' answers
     /// (about a millisecond on a local network), 20 ms at most; a wake that fails backs off.
     private func wakeFetchersIfStopped(_ wake: inout FetchWake, since started: ContinuousClock.Instant) {
         let now = ContinuousClock.now - started
-        guard wake.queued(client.queuedMessages(), now: now) else { return }
+        guard wake.queued(client.fullestPartitionQueue(), now: now) else { return }
         let assigned = Array(pauses.withLock { $0.assignment })
         guard !assigned.isEmpty else { return }
         if client.wakeFetchers(assigned, timeoutMs: 20) {

@@ -174,6 +174,9 @@ final class MessageBuffer: Sendable {
         }
     }
 
+    /// The topics with messages ready to hand out.
+    var readyTopics: Set<String> { state.withLock { state in Set(state.turns.map { state.lines[$0].topic }) } }
+
     var isFinished: Bool { state.withLock { $0.finished && $0.readyCount == 0 } }
 
     /// A reader is waiting in `next()` (for tests).

@@ -311,7 +311,7 @@ final class MultiInstanceHarness: Sendable {
     }
 
     /// Starts `hubcast run` in `group` against Tansu, with the newer librdkafka.
-    /// `batchSize` nil keeps hubcast's default (500, a consumer buffer of 2000), so backpressure pauses
+    /// `batchSize` nil keeps hubcast's default (100, a consumer buffer of 2000), so backpressure pauses
     /// partitions as it would in production.
     func startRun(
         _ name: String,

@@ -101,6 +101,50 @@ import Testing
         #expect(consumer.fetchWakeCount > 0)
     }
 
+    /// A flooded topic has filled what librdkafka prefetches (each partition's own queue, 100
+    /// messages) and the consumer's full buffer; a quiet topic's message is still fetched at once,
+    /// let into the full buffer, and comes out next but one. (One shared queue stopped fetching it
+    /// while full, then held it behind every message fetched before it.)
+    @Test func aQuietTopicIsFetchedAndTakenBesideAFloodedOne() async throws {
+        let flood = "news.sports"
+        try await KafkaTestKit.produce(3000, topic: flood, bootstrap: broker.bootstrap)
+        var config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "quiet", topics: [flood, topic])
+        config.bufferCapacity = 10
+        // Backpressure must not pause the partitions while the test looks: only the buffer holds.
+        config.pauseAfter = .seconds(600)
+        let consumer = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+        let floodPartitions = (0..<3).map { TopicPartition(topic: flood, partition: Int32($0)) }
+        let bootstrap = broker.bootstrap
+        let quietTopic = topic
+        let (taken, floodQueued) = try await KafkaTestKit.withRunning(consumer) { messages in
+            let full = await waitFor { floodPartitions.allSatisfy { consumer.prefetched($0) >= 100 } }
+            #expect(full, "the flooded partitions were not prefetched to their fill")
+            let floodQueued = floodPartitions.reduce(0) { $0 + consumer.prefetched($1) }
+            try await KafkaTestKit.produce(1, topic: quietTopic, bootstrap: bootstrap, from: 9000)
+            let buffered = await waitFor { consumer.bufferedTopics.contains(quietTopic) }
+            #expect(buffered, "the quiet topic's message did not reach the full buffer")
+            return (await KafkaTestKit.take(30, from: messages), floodQueued)
+        }
+        #expect(floodQueued >= 300)
+        #expect(taken.count == 30)
+        // The flood's turn, then the quiet topic's.
+        let quiet = taken.firstIndex { $0.topic == topic }
+        #expect(
+            quiet != nil && quiet! <= 1,
+            "the quiet message came out at \(String(describing: quiet)) of \(taken.count)"
+        )
+    }
+
+    /// Waits for `condition` to hold, looking every 10 ms, 60 s at most; whether it held.
+    private func waitFor(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
+    }
+
     @Test func twoMembersSplitThePartitionsAndARebalanceLosesNothing() async throws {
         try await KafkaTestKit.produce(1000, topic: topic, bootstrap: broker.bootstrap)
         let config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "split", topics: [topic])

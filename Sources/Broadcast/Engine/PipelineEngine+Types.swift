@@ -25,7 +25,7 @@ extension PipelineEngine {
         /// quotas; empty: `pacing` for every hub.
         public var hubPacing: [HubPacer.Configuration] = []
         /// Records asked of the source at once.
-        public var batchSize = 500
+        public var batchSize = 100
         /// Jobs waiting for a slot before the engine stops asking the source for more: the
         /// source's own buffer then fills and it pauses its partitions (backpressure).
         public var maxQueued = 1000

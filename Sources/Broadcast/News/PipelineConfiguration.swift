@@ -8,7 +8,7 @@ public struct PipelineConfiguration: Sendable {
     /// A known quota of the hub, in sends per second: never exceeded. nil: learnt from throttling.
     public var maxRate: Double?
     /// Messages taken from the consumer at once.
-    public var batchSize = 500
+    public var batchSize = 100
     /// No longer used: the engine takes a batch as soon as a record arrives and asks for the next
     /// while its pool has room, so holding a batch only added latency. Kept so settings still parse.
     public var batchLinger: Duration = .milliseconds(5)

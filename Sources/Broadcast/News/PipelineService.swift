@@ -139,7 +139,9 @@ public enum PipelineService {
         shell.engine.pacing.maxRate = c.maxRate
         shell.engine.paceHubs(count: hubs.count, maxRates: maxRates)
         shell.engine.batchSize = c.batchSize
-        shell.engine.maxQueued = max(c.batchSize * 2, c.concurrency * 2)
+        // The engine's own queue: deep enough for the lanes to pause a partition at a quota, which
+        // the batches (small, so a breaking item waits for little ahead of it) do not set.
+        shell.engine.maxQueued = max(1000, c.batchSize * 2, c.concurrency * 2)
         shell.engine.commitInterval = c.commitInterval
         shell.engine.drainTimeout = c.drainTimeout
         shell.engine.revokeTimeout = min(c.revokeTimeout, c.drainTimeout)

@@ -9,7 +9,8 @@ import Synchronization
 /// librdkafka's calls are thread-safe; the consumer's calls from other threads (commit, committed
 /// offsets, lag, metadata) go through `lifecycle`, which keeps them before `destroy` (later ones
 /// throw), and the rest run only while their owner holds this object, so before `deinit`. The one
-/// other mutable field, `topicNames`, is touched only by the poll thread (`poll`). Exercised from
+/// other mutable field, `topicNames`, is touched only by the poll thread (`poll`,
+/// `takeFromPartitions`; the rebalance callback runs inside them). Exercised from
 /// many threads at once by `ConsumerGroupTests` and the multi-instance tests; the thread
 /// sanitizer cannot run it (librdkafka's C11 threads escape it).
 final class RDKafkaClient: @unchecked Sendable {
@@ -59,9 +60,9 @@ final class RDKafkaClient: @unchecked Sendable {
     private let lifecycle = Mutex(HandleLifecycle())
     // The poll thread alone reads messages, so the topic name cache needs no lock.
     private var topicNames: [OpaquePointer: String] = [:]
-    /// A consumer's queue (messages of every partition, in arrival order), to read its length;
-    /// only the poll thread reads it, and `destroy` frees it before the handle.
-    private let consumerQueue: OpaquePointer?
+    /// A group consumer's partitions, each read from a queue of its own (nil for the topic
+    /// reader, whose assigned partitions share the consumer queue).
+    private let partitionQueues: PartitionQueues?
 
     init(
         role: Role,
@@ -96,7 +97,12 @@ final class RDKafkaClient: @unchecked Sendable {
             throw .configuration(string(errorText))
         }
         if role == .consumer { rd_kafka_poll_set_consumer(handle) }
-        consumerQueue = role == .consumer ? rd_kafka_queue_get_consumer(handle) : nil
+        do {
+            partitionQueues = role == .consumer && onRebalance != nil ? try PartitionQueues(handle: handle) : nil
+        } catch {
+            rd_kafka_destroy(handle)
+            throw error
+        }
         self.handle = handle
         self.callbacks = callbacks
         callbacks.client = self
@@ -110,7 +116,7 @@ final class RDKafkaClient: @unchecked Sendable {
         while true {
             switch lifecycle.withLock({ $0.close() }) {
             case .destroyNow:
-                if let consumerQueue { rd_kafka_queue_destroy(consumerQueue) }
+                partitionQueues?.releaseAll()
                 rd_kafka_destroy(handle)
                 return
             case .waitForUsers:
@@ -180,6 +186,35 @@ final class RDKafkaClient: @unchecked Sendable {
     func poll(timeoutMs: Int32) -> PollResult {
         guard let message = rd_kafka_consumer_poll(handle, timeoutMs) else { return .nothing }
         defer { rd_kafka_message_destroy(message) }
+        return result(of: message)
+    }
+
+    /// Takes up to `each` messages from every assigned partition's own queue in turn, `limit` in
+    /// all, none from the `skipped` topics (a group consumer's; from the poll thread only).
+    /// `more` when a queue may hold more.
+    func takeFromPartitions(
+        each: Int,
+        limit: Int,
+        skippingTopics skipped: Set<String> = []
+    ) -> (results: [PollResult], more: Bool) {
+        guard let partitionQueues else { return ([], false) }
+        var results: [PollResult] = []
+        let more = partitionQueues.take(each: each, limit: limit, skipping: skipped) { results.append(result(of: $0)) }
+        return (results, more)
+    }
+
+    /// Waits up to `timeoutMs` for a message or an event (a group consumer's); call after
+    /// `poll(timeoutMs: 0)` found nothing and `takeFromPartitions` took everything.
+    func waitForMessages(timeoutMs: Int32) {
+        partitionQueues?.wait(timeoutMs: timeoutMs)
+    }
+
+    /// Messages fetched for this partition and not yet taken (a group consumer's).
+    func queuedMessages(_ partition: TopicPartition) -> Int {
+        partitionQueues?.queued(partition) ?? 0
+    }
+
+    private func result(of message: UnsafeMutablePointer<rd_kafka_message_t>) -> PollResult {
         let m = message.pointee
         if m.err == RD_KAFKA_RESP_ERR__PARTITION_EOF, let rkt = m.rkt {
             return .endOfPartition(TopicPartition(topic: topicName(rkt), partition: m.partition))
@@ -205,9 +240,10 @@ final class RDKafkaClient: @unchecked Sendable {
         )
     }
 
-    /// Messages fetched and not yet polled, every partition's (from the poll thread only).
-    func queuedMessages() -> Int {
-        consumerQueue.map { Int(rd_kafka_queue_length($0)) } ?? 0
+    /// The most messages fetched and not yet taken in any one partition's queue (which
+    /// librdkafka measures against `queued.min.messages`).
+    func fullestPartitionQueue() -> Int {
+        partitionQueues?.fullest() ?? 0
     }
 
     /// Asks the leader of each of these partitions for its latest offsets (one small request a
@@ -319,6 +355,7 @@ final class RDKafkaClient: @unchecked Sendable {
 
     /// Leaves the group (running the final revoke) and stops fetching.
     func consumerClose() {
+        partitionQueues?.releaseAll()
         let err = rd_kafka_consumer_close(handle)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
             callbacks.logger.warning(
@@ -337,6 +374,15 @@ final class RDKafkaClient: @unchecked Sendable {
         let cooperative = String(cString: rd_kafka_rebalance_protocol(handle)) == "COOPERATIVE"
         switch err {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            // Before the assignment starts their fetches, so none of their messages goes first
+            // into the consumer queue (where it would come out of order with the rest).
+            let shared = partitionQueues?.adopt(partitions, handle: handle) ?? []
+            if !shared.isEmpty {
+                callbacks.logger.warning(
+                    "Partitions read through the shared queue",
+                    metadata: ["partitions": "\(shared)"]
+                )
+            }
             if cooperative {
                 check(rd_kafka_incremental_assign(handle, list), "incremental assign")
             } else {
@@ -350,13 +396,16 @@ final class RDKafkaClient: @unchecked Sendable {
             commitOnRevoke(offsets)
             if cooperative {
                 check(rd_kafka_incremental_unassign(handle, list), "incremental unassign")
+                partitionQueues?.release(Set(partitions))
             } else {
                 check(rd_kafka_assign(handle, nil), "unassign")
+                partitionQueues?.release(nil)
             }
         default:
             callbacks.logger.warning("Rebalance failed", metadata: ["error": "\(KafkaError.rdKafka(err))"])
             commitOnRevoke(callbacks.onRebalance?(.revoke, partitions) ?? [])
             check(rd_kafka_assign(handle, nil), "unassign after a failed rebalance")
+            partitionQueues?.release(nil)
         }
     }
 

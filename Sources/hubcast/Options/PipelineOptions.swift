@@ -41,7 +41,10 @@ struct PipelineOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help: ArgumentHelp("Messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 500).", valueName: "n")
+        help: ArgumentHelp(
+            "Messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 100): a breaking item waits at most for the batch ahead of it to be taken.",
+            valueName: "n"
+        )
     )
     var batchSize: Int?
 
@@ -153,7 +156,7 @@ struct PipelineOptions: ParsableArguments {
         config.concurrency = try settings.int(concurrency, "concurrency", default: 64, range: 1...10_000)
         _ = try settings.int(minConcurrency, "min-concurrency", default: 1, range: 1...10_000)
         config.maxRate = try settings.double(maxRate, "max-rate", range: 0.1...1_000_000)
-        config.batchSize = try settings.int(batchSize, "batch-size", default: 500, range: 1...100_000)
+        config.batchSize = try settings.int(batchSize, "batch-size", default: 100, range: 1...100_000)
         config.batchLinger = .milliseconds(
             try settings.int(batchLingerMs, "batch-linger-ms", default: 5, range: 0...60_000)
         )
