@@ -111,8 +111,9 @@ public struct KafkaConsumerConfiguration: Sendable {
             // has something else to do, which a quiet partition's fetches give it; the consumer
             // wakes the fetchers once the fullest has drained to half (`FetchWake`) when there is none.
             "queued.min.messages": "100",
-            // The same queue in bytes (default 64 MiB), reached first by large items.
-            "queued.max.messages.kbytes": "1024",
+            // The same queue in bytes (default 64 MiB), reached first by large items; each
+            // partition's, so 36 hold at most about 10 MiB with their fetch answers.
+            "queued.max.messages.kbytes": "256",
             // Fetch answers are held in memory until their last message is freed, and each adds a
             // partition's worth to its queue at once; a record batch larger than this still comes whole.
             "max.partition.fetch.bytes": "16384",

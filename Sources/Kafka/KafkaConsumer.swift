@@ -187,8 +187,12 @@ public final class KafkaConsumer: Service, Sendable {
                 // cooperative pool's; it looks again every millisecond while the pipeline catches up.
                 // A topic with nothing buffered is not held up: its messages would be handed out
                 // next (the topics take turns), so a few of each of its partitions' come in. Once
-                // in, the topic has messages buffered: at most those few beyond the capacity.
-                let quiet = client.takeFromPartitions(each: 8, limit: 64, skippingTopics: buffer.readyTopics)
+                // in, the topic has messages buffered: at most those few beyond the capacity. Not
+                // a paused partition's: they would only be set aside.
+                let waiting = buffer.waiting
+                let quiet = client.takeFromPartitions(each: 8, limit: 64) { partition in
+                    waiting.topics.contains(partition.topic) || waiting.heldPartitions.contains(partition)
+                }
                 for result in quiet.results { take(result, &wake) }
                 wakeFetchersIfStopped(&wake, since: started)
                 usleep(1000)
@@ -200,12 +204,19 @@ public final class KafkaConsumer: Service, Sendable {
             // what it takes while it waits for room must be whichever partition's turn it is.
             let event = client.poll(timeoutMs: 0)
             let room = min(256, configuration.bufferCapacity - buffered)
-            let (results, more) = client.takeFromPartitions(each: 64, limit: room)
-            if case .nothing = event, results.isEmpty, !more {
-                client.waitForMessages(timeoutMs: 100)
+            if room > 0 {
+                let (results, more) = client.takeFromPartitions(each: 64, limit: room)
+                if case .nothing = event, results.isEmpty, !more {
+                    client.waitForMessages(timeoutMs: 100)
+                }
+                take(event, &wake)
+                for result in results { take(result, &wake) }
+            } else {
+                // Full for longer than `pauseAfter`: the partitions are paused (below), and while
+                // the buffer stays full the loop only serves events, looking again every millisecond.
+                take(event, &wake)
+                if case .nothing = event { client.waitForMessages(timeoutMs: 1) }
             }
-            take(event, &wake)
-            for result in results { take(result, &wake) }
             wakeFetchersIfStopped(&wake, since: started)
             let changes = pauses.withLock { $0.reconcile(buffered: buffer.readyCount, fullFor: fullFor) }
             if !changes.isEmpty {

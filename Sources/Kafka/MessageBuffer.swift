@@ -175,7 +175,12 @@ final class MessageBuffer: Sendable {
     }
 
     /// The topics with messages ready to hand out.
-    var readyTopics: Set<String> { state.withLock { state in Set(state.turns.map { state.lines[$0].topic }) } }
+    var readyTopics: Set<String> { waiting.topics }
+
+    /// The topics with messages ready to hand out, and the partitions whose messages are set aside.
+    var waiting: (topics: Set<String>, heldPartitions: Set<TopicPartition>) {
+        state.withLock { state in (Set(state.turns.map { state.lines[$0].topic }), Set(state.held.keys)) }
+    }
 
     var isFinished: Bool { state.withLock { $0.finished && $0.readyCount == 0 } }
 

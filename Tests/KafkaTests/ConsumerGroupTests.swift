@@ -135,6 +135,34 @@ import Testing
         )
     }
 
+    /// A buffer full for longer than `pauseAfter` pauses the partitions; the poll loop then serves
+    /// events every millisecond or so, not in a busy loop (it takes nothing while the buffer is
+    /// full, so librdkafka's queues, not empty, never wake it).
+    @Test func aFullBufferPastPauseAfterDoesNotSpinThePollLoop() async throws {
+        try await KafkaTestKit.produce(1000, topic: topic, bootstrap: broker.bootstrap)
+        var config = KafkaTestKit.consumerConfiguration(broker.bootstrap, group: "spin", topics: [topic])
+        config.bufferCapacity = 10
+        config.pauseAfter = .milliseconds(50)
+        let consumer = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+        let (polls, elapsed) = try await KafkaTestKit.withRunning(consumer) { messages in
+            let paused = await waitFor { consumer.pausedPartitions.count == 3 }
+            #expect(paused, "backpressure did not pause the partitions")
+            let start = ContinuousClock.now
+            let before = consumer.pollCount
+            // Not a wait for an event: the time over which the loop's turns are counted.
+            try await Task.sleep(for: .milliseconds(500))
+            let polls = consumer.pollCount - before
+            let elapsed = ContinuousClock.now - start
+            #expect(await KafkaTestKit.take(10, from: messages).count == 10)
+            return (polls, elapsed)
+        }
+        // At most a turn a millisecond, and a few more for events; a busy loop makes tens of thousands.
+        let bound = UInt64(
+            elapsed.components.seconds * 2000 + elapsed.components.attoseconds / 500_000_000_000_000 + 100
+        )
+        #expect(polls <= bound, "\(polls) turns in \(elapsed)")
+    }
+
     /// Waits for `condition` to hold, looking every 10 ms, 60 s at most; whether it held.
     private func waitFor(_ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(60)

@@ -60,6 +60,6 @@ import Testing
             topics: ["news.world"]
         )
         let wake = FetchWake(properties: config.librdkafkaProperties)
-        #expect(wake.messages == 100 && wake.bytes == 1024 * 1024)
+        #expect(wake.messages == 100 && wake.bytes == 256 * 1024)
     }
 }

@@ -40,8 +40,11 @@ final class PartitionQueues: Sendable {
             throw .configuration("the consumer could not create its wake-up pipe: \(String(cString: strerror(errno)))")
         }
         // librdkafka writes from its own threads and must never block on a full pipe; the poll
-        // loop reads it empty without blocking.
-        for end in ends { _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK) }
+        // loop reads it empty without blocking; a child process (a hook, a probe) inherits neither.
+        for end in ends {
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        }
         readEnd = ends[0]
         writeEnd = ends[1]
         let consumerQueue = rd_kafka_queue_get_consumer(handle)
@@ -76,12 +79,14 @@ final class PartitionQueues: Sendable {
         return missing
     }
 
-    /// Lets go of these partitions' queues (nil: all of them) once they are unassigned; what is
-    /// left in them is not ours any more.
+    /// Lets go of these partitions' queues (nil: all of them) once they are unassigned. What is
+    /// left in them is not ours any more, and is freed now: the queue, forwarded nowhere, would
+    /// otherwise keep it until the partition came back.
     func release(_ partitions: Set<TopicPartition>?) {
         state.withLock { state in
             state.queues.removeAll { entry in
                 guard partitions?.contains(entry.partition) ?? true else { return false }
+                while let message = rd_kafka_consume_queue(entry.queue, 0) { rd_kafka_message_destroy(message) }
                 Self.destroy(entry.queue)
                 return true
             }
@@ -106,12 +111,16 @@ final class PartitionQueues: Sendable {
 
     /// Takes up to `limit` messages, the partitions taking turns: each gives up to its share of
     /// the room (`each` at most) in a pass, and passes go on while there is room and a partition
-    /// gave all it was asked for; the `skipped` topics' partitions give nothing. Hands each message to `body` (which must not keep the pointer);
-    /// true if a queue may still hold more.
+    /// gave all it was asked for; the partitions `skip` names give nothing. Hands each message to
+    /// `body` (which must not keep the pointer); true if a queue may still hold more.
+    ///
+    /// One message a call (`rd_kafka_consume_queue`): librdkafka 2.0's batch call can lose
+    /// messages when a partition is paused during it, and its own group thread pauses every
+    /// partition at the start of a cooperative rebalance.
     func take(
         each: Int,
         limit: Int,
-        skipping skipped: Set<String> = [],
+        skip: (TopicPartition) -> Bool = { _ in false },
         _ body: (UnsafeMutablePointer<rd_kafka_message_t>) -> Void
     ) -> Bool {
         state.withLock { state in
@@ -121,32 +130,25 @@ final class PartitionQueues: Sendable {
             let share = max(1, min(each, limit / count))
             var taken = 0
             var more = true
-            withUnsafeTemporaryAllocation(of: UnsafeMutablePointer<rd_kafka_message_t>?.self, capacity: share) {
-                batch in
-                while more, taken < limit {
-                    more = false
-                    let first = state.next % count
-                    for step in 0..<count {
-                        let room = min(share, limit - taken)
-                        guard room > 0 else {
-                            more = true
-                            return
-                        }
-                        let entry = state.queues[(first + step) % count]
-                        if !skipped.isEmpty, skipped.contains(entry.partition.topic) { continue }
-                        let queue = entry.queue
-                        let got = max(0, rd_kafka_consume_batch_queue(queue, 0, batch.baseAddress, room))
-                        for i in 0..<got {
-                            guard let message = batch[i] else { continue }
-                            body(message)
-                            rd_kafka_message_destroy(message)
-                        }
-                        taken += got
-                        if got == room { more = true }
-                        // The next turn starts after the last partition that gave: an empty one's
-                        // turn must not pass to its neighbour again and again.
-                        if got > 0 { state.next = first + step + 1 }
+            while more, taken < limit {
+                more = false
+                let first = state.next % count
+                for step in 0..<count {
+                    let room = min(share, limit - taken)
+                    guard room > 0 else { return true }
+                    let entry = state.queues[(first + step) % count]
+                    if skip(entry.partition) { continue }
+                    var got = 0
+                    while got < room, let message = rd_kafka_consume_queue(entry.queue, 0) {
+                        body(message)
+                        rd_kafka_message_destroy(message)
+                        got += 1
                     }
+                    taken += got
+                    if got == room { more = true }
+                    // The next turn starts after the last partition that gave: an empty one's
+                    // turn must not pass to its neighbour again and again.
+                    if got > 0 { state.next = first + step + 1 }
                 }
             }
             return more

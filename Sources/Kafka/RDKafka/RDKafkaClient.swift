@@ -190,16 +190,16 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     /// Takes up to `each` messages from every assigned partition's own queue in turn, `limit` in
-    /// all, none from the `skipped` topics (a group consumer's; from the poll thread only).
+    /// all, none from the partitions `skip` names (a group consumer's; from the poll thread only).
     /// `more` when a queue may hold more.
     func takeFromPartitions(
         each: Int,
         limit: Int,
-        skippingTopics skipped: Set<String> = []
+        skip: (TopicPartition) -> Bool = { _ in false }
     ) -> (results: [PollResult], more: Bool) {
         guard let partitionQueues else { return ([], false) }
         var results: [PollResult] = []
-        let more = partitionQueues.take(each: each, limit: limit, skipping: skipped) { results.append(result(of: $0)) }
+        let more = partitionQueues.take(each: each, limit: limit, skip: skip) { results.append(result(of: $0)) }
         return (results, more)
     }
 
