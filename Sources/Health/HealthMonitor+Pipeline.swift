@@ -47,6 +47,7 @@ struct HealthReportingSource: RecordSource {
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
         await base.nextBatch(max: max, timeout: timeout)
     }
+    func takeReady(max: Int) -> [KafkaMessage] { base.takeReady(max: max) }
     func commit(_ offsets: [TopicPartitionOffset]) async throws { try await base.commit(offsets) }
     var lag: Int64 { base.lag }
     func pause(_ partitions: [TopicPartition]) throws { try base.pause(partitions) }

@@ -38,6 +38,9 @@ final class FileRecordSource: RecordSource {
         )
     }
 
+    // The file is read only by `nextBatch`: its reader is asynchronous.
+    func takeReady(max: Int) -> [KafkaMessage] { [] }
+
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
 
     var lag: Int64 { Int64(max(0, totalLines - linesRead.load(ordering: .relaxed))) }
@@ -65,6 +68,7 @@ struct NonCommittingSource: RecordSource {
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
         await base.nextBatch(max: max, timeout: timeout)
     }
+    func takeReady(max: Int) -> [KafkaMessage] { base.takeReady(max: max) }
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
     var lag: Int64 { base.lag }
     func pause(_ partitions: [TopicPartition]) throws { try base.pause(partitions) }

@@ -38,6 +38,8 @@ struct Performed {
     var sends: [(id: Engine.JobID, send: String)] = []
     var deadLetters: [(id: Engine.JobID, record: DeadLetterRecord)] = []
     var fetches = 0
+    /// Each fetch's `max`.
+    var fetchSizes: [Int] = []
     var paused: [TopicPartition] = []
     var resumed: [TopicPartition] = []
     var commits: [[TopicPartitionOffset]] = []
@@ -54,7 +56,9 @@ struct Performed {
             switch action {
             case .send(let id, let send): sends.append((id, send))
             case .writeDeadLetter(let id, let record): deadLetters.append((id, record))
-            case .fetch: fetches += 1
+            case .fetch(let max):
+                fetches += 1
+                fetchSizes.append(max)
             case .pause(let partitions): paused += partitions
             case .resume(let partitions): resumed += partitions
             case .commit(let offsets): commits.append(offsets)

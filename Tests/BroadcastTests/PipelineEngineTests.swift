@@ -263,13 +263,15 @@ import Testing
         }
         var done = Performed(e.started(now: .zero))
         done.add(e.assigned([p0], now: .zero))
-        #expect(done.fetches == 1)
+        #expect(done.fetchSizes == [10])
         done.add(e.received((0..<20).map { record(p0, $0, sends: ["s\($0)"]) }, now: .zero))
         #expect(e.queued == 12)
         #expect(done.fetches == 1, "no fetch while 12 wait for 8 slots")
         for (id, _) in done.sends.prefix(4) { done.add(e.sendFinished(id, .delivered, now: .zero)) }
         #expect(e.queued == 8)
-        #expect(done.fetches == 2)
+        #expect(done.fetchSizes == [10, 1], "asked once a slot was free, for that one, not once a batch had gone")
+        done.add(e.received([], now: .zero))
+        #expect(done.fetchSizes == [10, 1, 2], "the fetch came back empty: the room left now is asked for")
     }
 
     @Test func anIdleSourceStopsTheRunWhenAskedTo() {

@@ -124,6 +124,7 @@ final class ScriptedSource: RecordSource {
     let handlers = Mutex<RebalanceHandlers?>(nil)
     func setRebalanceHandlers(_ handlers: RebalanceHandlers) { self.handlers.withLock { $0 = handlers } }
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch { .finished }
+    func takeReady(max: Int) -> [KafkaMessage] { [] }
     func commit(_ offsets: [TopicPartitionOffset]) async throws {}
     var lag: Int64 { 0 }
     func pause(_ partitions: [TopicPartition]) {}

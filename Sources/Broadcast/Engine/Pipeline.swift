@@ -259,6 +259,13 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                     self.post(.deadLetterWritten(id, stored: stored))
                 }
             case .fetch(let max):
+                // Records already fetched come in on this loop: a task per fetch cost more than
+                // the few records a full queue has room for.
+                let ready = source.takeReady(max: max)
+                guard ready.isEmpty else {
+                    post(.fetched(.records(ready)))
+                    continue
+                }
                 group.addTask {
                     let batch = await self.source.nextBatch(max: max, timeout: self.configuration.fetchWait)
                     self.post(.fetched(batch))

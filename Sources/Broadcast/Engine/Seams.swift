@@ -8,6 +8,9 @@ public protocol RecordSource: Sendable {
     func setRebalanceHandlers(_ handlers: RebalanceHandlers)
     /// Waits up to `timeout` for records, then returns what is there, at most `max`.
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch
+    /// The records already there, at most `max`, without waiting (empty when none are, or when
+    /// the source cannot tell without waiting): the pipeline takes them on its loop, with no task.
+    func takeReady(max: Int) -> [KafkaMessage]
     /// Stores the next offsets to read; throws when the store refuses them.
     func commit(_ offsets: [TopicPartitionOffset]) async throws
     /// Records behind the end of what this member owns, as far as the source knows.

@@ -49,6 +49,8 @@ public struct LedgeredSource: RecordSource {
         await source.nextBatch(max: max, timeout: timeout)
     }
 
+    public func takeReady(max: Int) -> [KafkaMessage] { source.takeReady(max: max) }
+
     public func commit(_ offsets: [TopicPartitionOffset]) async throws {
         try await source.commit(offsets)
     }

@@ -152,6 +152,8 @@ public enum PipelineService {
 }
 
 extension KafkaConsumer: RecordSource {
+    public func takeReady(max: Int) -> [KafkaMessage] { messages.takeReady(max: max) }
+
     public func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
         switch await messages.nextBatch(max: max, timeout: timeout) {
         case .batch(let messages): .records(messages)

@@ -42,7 +42,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 100): a breaking item waits at most for the batch ahead of it to be taken.",
+            "Most messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 100). A full queue takes only what it has room for, as sends finish, so a breaking item never waits for a whole batch to be taken.",
             valueName: "n"
         )
     )

@@ -42,6 +42,20 @@ final class ScriptedSource: RecordSource, Sendable {
         }
     }
 
+    /// What was pushed and not yet taken, at most `max`, in order (a pushed batch may be split).
+    func takeReady(max: Int) -> [KafkaMessage] {
+        state.withLock { s in
+            var taken: [KafkaMessage] = []
+            while taken.count < max, !s.batches.isEmpty {
+                let part = s.batches[0].prefix(max - taken.count)
+                taken += part
+                s.batches[0].removeFirst(part.count)
+                if s.batches[0].isEmpty { s.batches.removeFirst() }
+            }
+            return taken
+        }
+    }
+
     func push(_ messages: [KafkaMessage]) {
         let waiter = state.withLock { s -> CheckedContinuation<SourceBatch, Never>? in
             guard let waiter = s.waiter else {
