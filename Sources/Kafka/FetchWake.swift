@@ -54,15 +54,25 @@ struct FetchWake: Sendable, Equatable {
     /// woken now.
     mutating func queued(_ count: Int, now: Duration) -> Bool {
         let estimatedBytes = Double(count) * meanMessageBytes
-        // Seen near full (librdkafka compares when a fetch answer is handled, and an answer can
-        // take the queue past the mark): the fetchers may have stopped.
-        if count * 10 >= messages * 9 || estimatedBytes * 10 >= Double(bytes) * 9 {
+        if isNearFull(count) {
             armed = true
             return false
         }
         guard armed, count * 2 <= messages, estimatedBytes * 2 <= Double(bytes), now >= notBefore else { return false }
         armed = false
         return true
+    }
+
+    /// The fullest partition queue holds `count` messages before the poll loop takes from it: arms
+    /// the wake if that is near full, and never wakes (the take may empty it at once).
+    mutating func seen(_ count: Int) {
+        if isNearFull(count) { armed = true }
+    }
+
+    /// Near full: librdkafka compares when a fetch answer is handled, and an answer can take the
+    /// queue past the mark, so the fetchers may have stopped.
+    private func isNearFull(_ count: Int) -> Bool {
+        count * 10 >= messages * 9 || Double(count) * meanMessageBytes * 10 >= Double(bytes) * 9
     }
 
     /// Partitions were paused or resumed. librdkafka drops a paused partition's messages from its

@@ -205,11 +205,11 @@ public final class KafkaConsumer: Service, Sendable {
             let event = client.poll(timeoutMs: 0)
             let room = min(256, configuration.bufferCapacity - buffered)
             if room > 0 {
-                // The queues are looked at before the take: one turn can take a queue the fetchers
-                // stopped at from full to empty, and seen only after it, the queue never looked full
-                // (measured: a flooded partition not fetched for 100 ms while the loop waited). The
-                // wake this arms comes at the next turn, which follows at once as this one took.
-                wakeFetchersIfStopped(&wake, since: started)
+                // The queues are looked at before the take too: one turn can take a queue the
+                // fetchers stopped at from full to empty, and seen only after it, the queue never
+                // looked full (measured: a flooded partition not fetched for 100 ms while the loop
+                // waited). Only looked at: the wake itself, a round trip, comes after the take.
+                wake.seen(client.fullestPartitionQueue())
                 let (results, more) = client.takeFromPartitions(each: 64, limit: room)
                 if case .nothing = event, results.isEmpty, !more {
                     client.waitForMessages(timeoutMs: 100)
@@ -221,8 +221,8 @@ public final class KafkaConsumer: Service, Sendable {
                 // the buffer stays full the loop only serves events, looking again every millisecond.
                 take(event, &wake)
                 if case .nothing = event { client.waitForMessages(timeoutMs: 1) }
-                wakeFetchersIfStopped(&wake, since: started)
             }
+            wakeFetchersIfStopped(&wake, since: started)
             let changes = pauses.withLock { $0.reconcile(buffered: buffer.readyCount, fullFor: fullFor) }
             if !changes.isEmpty {
                 client.pause(changes.pause)

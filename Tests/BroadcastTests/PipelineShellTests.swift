@@ -71,6 +71,22 @@ import Testing
         #expect(h.source.committed[p1] == nil, "p1's only send never finished")
     }
 
+    /// Records already in the source when the engine asks are taken on its loop (`takeReady`),
+    /// no more at once than its queue has room for: 2,500 of them through a queue of 1,000, every
+    /// one sent once, in order within the partition's commits, and all committed.
+    @Test(arguments: 0..<20) func recordsAlreadyThereAreTakenWithoutWaitingAndNoneIsLost(run: Int) async throws {
+        let h = Harness(sender: ScriptedSender(auto: { _ in .delivered }))
+        let running = h.start()
+        h.source.assign([p0])
+        h.source.push((0..<2500).map { message(p0, $0) })
+        await h.sender.waitForStarted(2500)
+        h.pipeline.requestShutdown()
+        try await running.value
+        #expect(h.source.committed[p0] == 2500)
+        #expect(h.sender.started.count == 2500)
+        #expect(Set(h.sender.started).count == 2500, "a record was sent twice")
+    }
+
     /// The engine holds a revoke for its in-flight sends (3 s on the manual clock, which the test
     /// never moves); the consumer's limit (10 ms of real time) passes first: the partition goes
     /// with nothing committed for it, and the pipeline says so instead of going on silently.

@@ -25,6 +25,18 @@ import Testing
         #expect(wakes(&wake, [480, 10, 0], at: now) == [10])
     }
 
+    @Test func aQueueSeenFullBeforeATakeThatEmptiedItWakesAfterTheTake() {
+        var wake = FetchWake(messages: 500, bytes: 1 << 20)
+        wake.polled(messageBytes: 100)
+        // Full before the take, empty after it: only the look before it saw the queue full.
+        wake.seen(480)
+        #expect(wake.armed)
+        #expect(wakes(&wake, [0], at: now) == [0])
+        // Seen short of full: nothing armed, no wake.
+        wake.seen(449)
+        #expect(wakes(&wake, [0], at: now).isEmpty)
+    }
+
     @Test func largeMessagesFillTheQueueByBytesFirst() {
         var wake = FetchWake(messages: 500, bytes: 100_000)
         // The first message sets the mean: large items count as large from the start.

@@ -264,6 +264,10 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
                 let ready = source.takeReady(max: max)
                 guard ready.isEmpty else {
                     post(.fetched(.records(ready)))
+                    // The inbox does not suspend while it holds events: without this, records that
+                    // queue no send (duplicates, dead letters) could keep the loop on its thread
+                    // for as long as the consumer keeps bringing them.
+                    await Task.yield()
                     continue
                 }
                 group.addTask {

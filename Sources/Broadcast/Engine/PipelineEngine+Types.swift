@@ -24,7 +24,7 @@ extension PipelineEngine {
         /// Each hub's pacing, by hub number, when the engine sends to several with different
         /// quotas; empty: `pacing` for every hub.
         public var hubPacing: [HubPacer.Configuration] = []
-        /// Records asked of the source at once.
+        /// Most records asked of the source at once (fewer when the queue has less room).
         public var batchSize = 100
         /// Jobs waiting for a slot before the engine stops asking the source for more: the
         /// source's own buffer then fills and it pauses its partitions (backpressure).

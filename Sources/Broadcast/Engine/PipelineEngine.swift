@@ -517,11 +517,12 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
         if !pausedSlots.isEmpty { resumeDrained(now: now, into: &actions) }
         // Sends of paused partitions do not stop the fetching: what the others have (a breaking
         // item behind a backlog) must still come in. The hard cap bounds memory whatever happens.
-        // A fetch asks only for the room left: a full queue takes a few records each time a few
-        // sends finish, not a batch once a batch has finished, so an item of a quiet category
-        // (handed out first by the source) comes in at once rather than after a batch of sends.
-        let room = configuration.maxQueued - (queued - waitingInPaused)
-        if phase == .running, !fetching, !exhausted, room > 0, queued < configuration.maxQueued * 4 {
+        // A fetch asks only for the room left (in sends; a record may plan several): a full queue
+        // takes a few records each time a few sends finish, not a batch once a batch has finished,
+        // so an item of a quiet category (handed out first by the source) comes in at once rather
+        // than after a batch of sends.
+        let room = min(configuration.maxQueued - (queued - waitingInPaused), configuration.maxQueued * 4 - queued)
+        if phase == .running, !fetching, !exhausted, room > 0 {
             fetching = true
             actions.append(.fetch(max: min(configuration.batchSize, room)))
         }

@@ -42,7 +42,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Most messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 100). A full queue takes only what it has room for, as sends finish, so a breaking item never waits for a whole batch to be taken.",
+            "Most messages taken from Kafka at once (env HUBCAST_BATCH_SIZE; default 100). A full queue asks only for what it has room for, as sends finish, so a breaking item does not wait for room for a whole batch.",
             valueName: "n"
         )
     )

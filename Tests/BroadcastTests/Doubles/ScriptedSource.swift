@@ -10,10 +10,23 @@ final class ScriptedSource: RecordSource, Sendable {
         var handlers = RebalanceHandlers()
         var batches: [[KafkaMessage]] = []
         var waiter: CheckedContinuation<SourceBatch, Never>?
+        /// What the waiter asked for at most.
+        var waiterMax = 0
         var finished = false
         var commits: [[TopicPartitionOffset]] = []
         var refuseCommits = false
         var paused: Set<TopicPartition> = []
+
+        mutating func takeReady(max: Int) -> [KafkaMessage] {
+            var taken: [KafkaMessage] = []
+            while taken.count < max, !batches.isEmpty {
+                let part = batches[0].prefix(max - taken.count)
+                taken += part
+                batches[0].removeFirst(part.count)
+                if batches[0].isEmpty { batches.removeFirst() }
+            }
+            return taken
+        }
     }
 
     private let state = Mutex(State())
@@ -23,12 +36,15 @@ final class ScriptedSource: RecordSource, Sendable {
     }
 
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
-        await withTaskCancellationHandler {
+        let ready = takeReady(max: max)
+        if !ready.isEmpty { return .records(ready) }
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { s -> SourceBatch? in
-                    if !s.batches.isEmpty { return .records(s.batches.removeFirst()) }
+                    if !s.batches.isEmpty { return .records(s.takeReady(max: max)) }
                     if s.finished || Task.isCancelled { return .finished }
                     s.waiter = continuation
+                    s.waiterMax = max
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
@@ -44,28 +60,18 @@ final class ScriptedSource: RecordSource, Sendable {
 
     /// What was pushed and not yet taken, at most `max`, in order (a pushed batch may be split).
     func takeReady(max: Int) -> [KafkaMessage] {
-        state.withLock { s in
-            var taken: [KafkaMessage] = []
-            while taken.count < max, !s.batches.isEmpty {
-                let part = s.batches[0].prefix(max - taken.count)
-                taken += part
-                s.batches[0].removeFirst(part.count)
-                if s.batches[0].isEmpty { s.batches.removeFirst() }
-            }
-            return taken
-        }
+        state.withLock { $0.takeReady(max: max) }
     }
 
+    /// A waiting fetch gets what it asked for at most; the rest waits for the next, as in a consumer's buffer.
     func push(_ messages: [KafkaMessage]) {
-        let waiter = state.withLock { s -> CheckedContinuation<SourceBatch, Never>? in
-            guard let waiter = s.waiter else {
-                s.batches.append(messages)
-                return nil
-            }
+        let handOver = state.withLock { s -> (CheckedContinuation<SourceBatch, Never>, [KafkaMessage])? in
+            s.batches.append(messages)
+            guard let waiter = s.waiter else { return nil }
             s.waiter = nil
-            return waiter
+            return (waiter, s.takeReady(max: s.waiterMax))
         }
-        waiter?.resume(returning: .records(messages))
+        if let (waiter, batch) = handOver { waiter.resume(returning: .records(batch)) }
     }
 
     func commit(_ offsets: [TopicPartitionOffset]) async throws {
