@@ -36,9 +36,7 @@ final class ScriptedSource: RecordSource, Sendable {
     }
 
     func nextBatch(max: Int, timeout: Duration) async -> SourceBatch {
-        let ready = takeReady(max: max)
-        if !ready.isEmpty { return .records(ready) }
-        return await withTaskCancellationHandler {
+        await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let ready = state.withLock { s -> SourceBatch? in
                     if !s.batches.isEmpty { return .records(s.takeReady(max: max)) }
