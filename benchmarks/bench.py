@@ -39,7 +39,8 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
    lets through that much later (a real hub's round trip); --group-cases picks the runs.
 
 Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
-same clock for all three programs. RSS and CPU come from wait4 on the measured process alone.
+same clock for all three programs. RSS and CPU come from wait4 on the measured process alone, by a small
+process that starts it (lib/peak_rss.py: started from this script, a program's peak RSS would include the script's).
 HUBCAST_BIN points at a hubcast built elsewhere; GO_SENDER_BIN at the Go sender (default
 benchmarks/.peers-build/gosender, built by `make bench-tools`), CURL_FLOOR_BIN at the libcurl floor
 (default benchmarks/.peers-build/curl_floor, likewise).
@@ -354,22 +355,26 @@ class Broker:
 
 def measured(argv, env, stdout_path, timeout=None):
     """Runs a process to its end (SIGKILL after `timeout` s); returns (exit status, timed out, peak RSS MiB,
-    CPU seconds) of it alone."""
+    CPU seconds) of it alone. Started through lib/peak_rss.py, so that this script's own memory does not
+    count as the program's (see there)."""
+    figures = stdout_path + ".rusage"
     with open(stdout_path, "w") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=open(stdout_path + ".err", "w"), env=env)
+        proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "benchmarks/lib/peak_rss.py"), figures] + argv,
+                                stdout=out, stderr=open(stdout_path + ".err", "w"), env=env)
         fired = threading.Event()
 
         def kill():
             fired.set()
-            proc.kill()
+            proc.terminate()  # peak_rss.py kills the program and still writes its figures
         killer = threading.Timer(timeout, kill) if timeout else None
         if killer:
             killer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.wait()
         if killer:
             killer.cancel()
-    return proc.returncode, fired.is_set(), round(usage.ru_maxrss / 1024, 1), usage.ru_utime + usage.ru_stime
+    with open(figures) as f:
+        usage = json.load(f)
+    return usage["exit"], fired.is_set(), round(usage["maxRssKiB"] / 1024, 1), usage["cpuSeconds"]
 
 
 def connection_string(port, tls=False):
@@ -548,8 +553,12 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
             out = os.path.join(programs.work, f"group-{i}.out")
             argv = programs.argv("hubcast", broker.bootstrap, port)
             # A member waits for its first assignment while the group rebalances (seconds on the dev
-            # broker): an idle exit sooner would leave before it got any partition.
-            argv[argv.index("--exit-when-idle") + 1] = "10"
+            # broker): an idle exit sooner would leave before it got any partition. Where one is
+            # stopped halfway, the others wait past the stop: with items unevenly spread over the
+            # partitions (no keys), a member whose partitions ran dry left before it, and the
+            # stopped member's partitions found nobody to take them (22,839 of 60,000 sent).
+            idle = 10 if event != "stop" else int(items / quota / 2) + 10
+            argv[argv.index("--exit-when-idle") + 1] = str(idle)
             if tansu:
                 argv += ["--kafka-property", "partition.assignment.strategy=cooperative-sticky"]
             env = {**programs.env("hubcast", port), **getattr(broker, "env", {})}
@@ -696,16 +705,17 @@ def percentile(values, q):
     return values[min(len(values) - 1, int(q * len(values)))] if values else None
 
 
-def latency_run(binary, python, rate, seconds, connections, work):
-    """hubcast run → hubcast emulator while a producer publishes `rate` items/s for `seconds`."""
+def latency_run(binary, python, rate, seconds, connections, work, tansu=False):
+    """hubcast run → hubcast emulator while a producer publishes `rate` items/s for `seconds`, through
+    Tansu or the dev broker (whose log slows it down past ~4,000 items/s)."""
     # What is measured is hubcast's path, not the emulator's fan-out: at high rates one device per
     # category (600 devices at 5,000 items/s are 500,000 renderings a second on the same 2 cores).
     devices = "600" if rate <= 100 else "6"
     emulator = Emulator(binary, work, ["--devices", devices, "--sample-payloads", "1", "--keep-deliveries", "1000000"])
-    broker = Broker(binary, work)
+    broker = Tansu(work) if tansu else Broker(binary, work)
     hubcast = None
     try:
-        env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection}
+        env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection, **getattr(broker, "env", {})}
         hubcast = subprocess.Popen([binary, "run", "--brokers", broker.bootstrap, "--hub", HUB, "--concurrency", str(connections),
                                     "--exit-when-idle", "3", "--metrics-interval", "1", "--dlq", f"file:{work}/latency-dlq.jsonl",
                                     "--log-level", "warning"], stdout=subprocess.PIPE, stderr=open(os.path.join(work, "latency.err"), "w"),
@@ -768,7 +778,8 @@ def latency_run(binary, python, rate, seconds, connections, work):
                 if ts >= steady_from:
                     exact.append((d["at"] - ts) * 1000)
     final = next((m for _, m in reversed(lines) if m.get("final")), {})
-    return {"rate": rate, "seconds": seconds, "warmUpSeconds": WARM_UP_SECONDS, "produced": producer["produced"],
+    return {"rate": rate, "seconds": seconds, "broker": "tansu" if tansu else "dev", "warmUpSeconds": WARM_UP_SECONDS,
+            "produced": producer["produced"],
             "sent": final.get("sent"), "steadyIntervals": len(steady),
             "metricsP50Ms": round(statistics.median(all_p50), 2) if all_p50 else None, "metricsP99Ms": max(all_p99) if all_p99 else None,
             "perCategory": per_category,
@@ -883,7 +894,9 @@ def goals(result):
         elif r["event"] == "stop":
             s = r.get("secondsToQuotaAfterStop")
             out.append((f"one of {r['instances']} stopped: the others at 0.9× the quota within {GOAL_GROUP_LEAVE_SECONDS:g} s",
-                        "never" if s is None else f"{s:.2f} s", verdict(s is not None and s <= GOAL_GROUP_LEAVE_SECONDS)))
+                        ("never" if s is None else f"{s:.2f} s")
+                        + (f"; {r['accepted']:,} of {r['items']:,} sent" if r["accepted"] < r["items"] else ""),
+                        verdict(s is not None and s <= GOAL_GROUP_LEAVE_SECONDS and r["accepted"] >= r["items"])))
         elif r["event"] == "join":
             j = r.get("throttledPctAroundJoin")
             out.append((f"one joins {r['instances']}: ≤ {GOAL_GROUP_JOIN_THROTTLED_PCT:g}% throttled over the 10 s around it", f"{j:.2f}%",
@@ -994,7 +1007,8 @@ def print_tables(result):
     print_priority(result)
     print_sporadic(result)
     for lat in latency_runs(result):
-        print(f"\nEnd to end at {lat['rate']:g} items/s for {lat['seconds']:g} s (dev broker → hubcast run → hubcast emulator), after the first {WARM_UP_SECONDS} s:")
+        broker = "Tansu" if lat.get("broker") == "tansu" else "dev broker"
+        print(f"\nEnd to end at {lat['rate']:g} items/s for {lat['seconds']:g} s ({broker} → hubcast run → hubcast emulator), after the first {WARM_UP_SECONDS} s:")
         print(f"  hubcast's metrics (median of 1 s intervals' p50, max of their p99): p50 {lat['metricsP50Ms']} ms, p99 {lat['metricsP99Ms']} ms"
               f" over {lat['steadyIntervals']} intervals")
         print("  per category: " + ", ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in lat["perCategory"].items()))
@@ -1044,6 +1058,9 @@ def main():
     parser.add_argument("--baseline", default=os.environ.get("HUBCAST_BASELINE_BIN"),
                         help="a hubcast built before (env HUBCAST_BASELINE_BIN): the priority section runs it side by side")
     parser.add_argument("--latency-rates", default="50,5000", help="items/s of each end-to-end latency run, comma-separated")
+    parser.add_argument("--latency-broker", choices=["auto", "tansu", "dev"], default="dev",
+                        help="the latency section's broker: Tansu (auto: if make test installed it) or the dev broker,"
+                             " whose growing log slows it down past ~4,000 items/s")
     parser.add_argument("--latency-seconds", type=float, default=20, help="length of the latency run's production")
     parser.add_argument("--connections", type=int, default=64, help="wrk connections = hubcast --concurrency = peers' pool size")
     parser.add_argument("--seconds", type=int, default=10, help="length of each wrk run")
@@ -1139,7 +1156,8 @@ def main():
             result["latency"] = []
             for rate in [float(x) for x in args.latency_rates.split(",") if x]:
                 print(f"latency: {rate:g} items/s for {args.latency_seconds:g} s", file=sys.stderr)
-                result["latency"].append(latency_run(binary, python, rate, args.latency_seconds, args.connections, work))
+                tansu = args.latency_broker == "tansu" or (args.latency_broker == "auto" and Tansu.available())
+                result["latency"].append(latency_run(binary, python, rate, args.latency_seconds, args.connections, work, tansu))
         if "memory" in sections:
             result["memory"] = []
             for n in [int(x) for x in args.memory_items.split(",") if x]:
