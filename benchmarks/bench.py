@@ -18,7 +18,7 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
    and --quota-seconds of the last quota's items into that quota with 5% refused on top: time to
    deliver all, goodput ÷ quota.
 6. End-to-end latency: a producer publishing each of --latency-rates (50 and 5,000) items/s for
-   --latency-seconds into the dev broker, `hubcast run` sending to `hubcast emulator`; the exact
+   --latency-seconds into the dev broker (--latency-broker tansu: Tansu), `hubcast run` sending to `hubcast emulator`; the exact
    figure from the emulator's delivery log (accepted at − the produce call, both to the microsecond),
    steady state only (after the first 5 s), beside p50/p99 per category from hubcast's own metrics
    lines (endToEndMs, whole milliseconds: Kafka timestamps have no finer grain).
@@ -358,6 +358,11 @@ def measured(argv, env, stdout_path, timeout=None):
     CPU seconds) of it alone. Started through lib/peak_rss.py, so that this script's own memory does not
     count as the program's (see there)."""
     figures = stdout_path + ".rusage"
+    # Runs reuse their file names: a figure left by an earlier run must never pass for this one's.
+    try:
+        os.unlink(figures)
+    except FileNotFoundError:
+        pass
     with open(stdout_path, "w") as out:
         proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "benchmarks/lib/peak_rss.py"), figures] + argv,
                                 stdout=out, stderr=open(stdout_path + ".err", "w"), env=env)
@@ -372,6 +377,9 @@ def measured(argv, env, stdout_path, timeout=None):
         proc.wait()
         if killer:
             killer.cancel()
+    if not os.path.exists(figures):
+        with open(stdout_path + ".err") as err:
+            raise SystemExit(f"no figures from {argv[0]}: " + err.read()[-500:])
     with open(figures) as f:
         usage = json.load(f)
     return usage["exit"], fired.is_set(), round(usage["maxRssKiB"] / 1024, 1), usage["cpuSeconds"]
@@ -893,10 +901,11 @@ def goals(result):
                         + (f" vs {alone['goodputToQuota']:.2f}×" if alone else ""), verdict(ok)))
         elif r["event"] == "stop":
             s = r.get("secondsToQuotaAfterStop")
+            sent = r["accepted"] - (r.get("sentTwice") or 0)  # items, each once
             out.append((f"one of {r['instances']} stopped: the others at 0.9× the quota within {GOAL_GROUP_LEAVE_SECONDS:g} s",
                         ("never" if s is None else f"{s:.2f} s")
-                        + (f"; {r['accepted']:,} of {r['items']:,} sent" if r["accepted"] < r["items"] else ""),
-                        verdict(s is not None and s <= GOAL_GROUP_LEAVE_SECONDS and r["accepted"] >= r["items"])))
+                        + (f"; {sent:,} of {r['items']:,} sent" if sent < r["items"] else ""),
+                        verdict(s is not None and s <= GOAL_GROUP_LEAVE_SECONDS and sent >= r["items"])))
         elif r["event"] == "join":
             j = r.get("throttledPctAroundJoin")
             out.append((f"one joins {r['instances']}: ≤ {GOAL_GROUP_JOIN_THROTTLED_PCT:g}% throttled over the 10 s around it", f"{j:.2f}%",
