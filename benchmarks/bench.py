@@ -512,6 +512,11 @@ class Tansu:
     def available(cls):
         return os.access(os.path.join(cls.DIR, "bin/tansu"), os.X_OK)
 
+    @classmethod
+    def chosen(cls, broker):
+        """Whether a section's --*-broker choice (auto, tansu or dev) runs it on Tansu."""
+        return broker == "tansu" or (broker == "auto" and cls.available())
+
     def __init__(self, work):
         port = free_port()
         url = f"tcp://127.0.0.1:{port}"
@@ -1163,9 +1168,9 @@ def main():
                 result["sporadic"][program].append(row)
         if "latency" in sections:
             result["latency"] = []
+            tansu = Tansu.chosen(args.latency_broker)
             for rate in [float(x) for x in args.latency_rates.split(",") if x]:
                 print(f"latency: {rate:g} items/s for {args.latency_seconds:g} s", file=sys.stderr)
-                tansu = args.latency_broker == "tansu" or (args.latency_broker == "auto" and Tansu.available())
                 result["latency"].append(latency_run(binary, python, rate, args.latency_seconds, args.connections, work, tansu))
         if "memory" in sections:
             result["memory"] = []
@@ -1179,7 +1184,7 @@ def main():
         if "group" in sections:
             result["group"] = []
             q, n = args.group_quota, args.group_items
-            tansu = args.group_broker == "tansu" or (args.group_broker == "auto" and Tansu.available())
+            tansu = Tansu.chosen(args.group_broker)
             port = nginx.delayed_port or nginx.quota_ports[q]
             for case in args.group_cases.split(","):
                 instances, _, event = case.partition(":")
