@@ -108,6 +108,7 @@ import Testing
         _ transport: some HTTPTransport,
         retry: RetryPolicy = RetryPolicy(),
         ledger: (any DeliveryLedger)? = nil,
+        recordsBehind: Int = 0,
         clock: @escaping @Sendable () -> Double = { FreshnessAndPriorityTests.now }
     ) throws -> HubSender {
         let connection = try ConnectionString(
@@ -122,6 +123,7 @@ import Testing
             ledger: ledger,
             metrics: PipelineMetrics(categories: ["World"]),
             logger: Self.logger,
+            recordsBehindLimit: recordsBehind,
             clock: clock
         )
     }

@@ -6,8 +6,9 @@ import Testing
 
 @testable import Broadcast
 
-/// A send the hub accepted keeps its slot until the ledger has stored its record: a SIGKILL can
-/// then repeat only the sends in flight, never one whose slot a newer send had already taken.
+/// A send the hub accepted keeps its slot until the ledger has stored its record, unless fewer than
+/// the allowance of ended sends' records are still being stored: a SIGKILL can then repeat only the
+/// sends in flight and the allowance, never more.
 @Suite struct LedgerSlotTests {
     /// A ledger that stores nothing until the test says so, and logs each step in order.
     final class HeldLedger: DeliveryLedger {
@@ -65,6 +66,44 @@ import Testing
             return
         }
         #expect(ledger.log.withLock { $0 } == ["record s template news.world[0]", "stored 1", "ended"])
+    }
+
+    @Test(.timeLimit(.minutes(1)), arguments: SendPath.allCases)
+    func sendsEndBeforeTheirRecordsAreStoredOnlyWithinTheAllowance(
+        path: SendPath
+    ) async throws {
+        let ledger = HeldLedger()
+        let sender = try tests.hubSender(InMemoryTransport(status: 201), ledger: ledger, recordsBehind: 1)
+        var records = ledger.records.makeAsyncIterator()
+        guard case .delivered = await path.send(send("a"), through: sender) else {
+            Issue.record("the first accepted send did not end at once as delivered")
+            return
+        }
+        #expect(await records.next() == "a")
+        // The allowance is taken by a's record: b keeps its slot until the records are stored.
+        let second = Task {
+            let outcome = await path.send(send("b"), through: sender)
+            ledger.log.withLock { $0.append("ended") }
+            return outcome
+        }
+        #expect(await records.next() == "b")
+        #expect(!ledger.log.withLock { $0 }.contains("ended"), "a send ended past the allowance")
+        ledger.storeAll()
+        guard case .delivered = await second.value else {
+            Issue.record("the second accepted send did not end as delivered")
+            return
+        }
+        // Both stored: the allowance is free again, and c ends at once.
+        guard case .delivered = await path.send(send("c"), through: sender) else {
+            Issue.record("the third accepted send did not end at once as delivered")
+            return
+        }
+        #expect(
+            ledger.log.withLock { $0 } == [
+                "record a template news.world[0]", "record b template news.world[0]", "stored 2", "ended",
+                "record c template news.world[0]",
+            ]
+        )
     }
 
     @Test(arguments: SendPath.allCases) func aRefusedSendEndsWithoutARecord(path: SendPath) async throws {

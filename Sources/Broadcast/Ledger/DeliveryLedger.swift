@@ -6,8 +6,8 @@ import Kafka
 public protocol DeliveryLedger: Sendable {
     /// Records that the hub accepted the send `key` names, of the record at `source`, and calls
     /// `stored` once the record is stored or could not be (then it is counted in `unrecorded`, and
-    /// the send may be made again). Never blocks: `stored` comes later, on another thread. A send
-    /// holds its slot until then, so what a SIGKILL can send twice is the sends in flight, no more.
+    /// the send may be made again). Never blocks: `stored` comes later, on another thread. Until
+    /// then a SIGKILL would repeat the send: the sender bounds how many ended sends may wait so.
     func record(_ key: LedgerKey, source: TopicPartition, stored: @escaping @Sendable () -> Void)
     /// The sends recorded within the window for items of `partitions` (and whatever else shares
     /// their part of the ledger). Blocks; what cannot be read is logged and left out.

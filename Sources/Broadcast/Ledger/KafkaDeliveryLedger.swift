@@ -8,9 +8,10 @@ import TextFormats
 /// share. One record per accepted send, keyed by its `LedgerKey` (so compaction keeps one per
 /// send), written to the ledger partition of the news partition it came from: a process taking a
 /// news partition over reads one ledger partition, not the whole ledger. Records are batched by
-/// librdkafka (`linger.ms`, 1 ms), and a send's slot is held until its record is stored, so a
-/// SIGKILL can lose only the records of sends still in flight; a revoke waits for them (`flush`)
-/// before the partition's commit, so the next owner reads them.
+/// librdkafka (`linger.ms`, 5 ms), and a send ends before its record is stored only while few
+/// enough records are behind, so a SIGKILL can lose only the records of sends in flight and of
+/// those few; a revoke waits for them (`flush`) before the partition's commit, so the next owner
+/// reads them.
 public final class KafkaDeliveryLedger: DeliveryLedger {
     public static let defaultTopic = "hubcast.delivered"
     /// How long reading the ledger back may take before the sends it did not read may repeat.
@@ -38,11 +39,12 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         logger: Logger,
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
     ) async throws(KafkaError) -> KafkaDeliveryLedger {
-        // Batched by librdkafka every millisecond. A send holds its slot until its record is
-        // stored, so the batching delay is a slot's time: at 5 ms, 64 slots carried 0.66× the
-        // sends a second of 1 ms, at no less CPU (benchmarks/README.md).
+        // Batched by librdkafka every 5 ms (its default): the producer's thread, mostly system
+        // calls and wake-ups a batch, then costs a third of what it did every millisecond. A send
+        // ends before its record is stored while few enough records are behind (`HubSender`), so
+        // the delay is not a slot's time (benchmarks/README.md).
         var configuration = KafkaProducerConfiguration(kafka: kafka)
-        configuration.lingerMs = 1
+        configuration.lingerMs = 5
         // A send waits for its record: with the ledger's partition unavailable, it gives up after
         // 5 s (counted, the send may repeat after a restart) rather than hold the hub's sends.
         configuration.messageTimeoutMs = 5000

@@ -39,6 +39,10 @@ public final class HubSender: Sender {
     /// How many are there: a send that ends looks in the map only when some are (no lock per send).
     private let serverErrorCount = Atomic<Int>(0)
     private static let serverErrorsKept = 10_000
+    /// Accepted sends that ended while their ledger record was still being stored, and how many
+    /// may: past it, an accepted send keeps its slot until its record is stored.
+    private let recordsBehind = Atomic<Int>(0)
+    let recordsBehindLimit: Int
 
     /// Creates the client too: throttled sends come back at once (the engine holds each for its
     /// own `Retry-After`, and its pacer decides about the rest), and unanswered attempts reach the
@@ -53,10 +57,12 @@ public final class HubSender: Sender {
         hub: Int = 0,
         hubName: String? = nil,
         targets: [Priority: Duration] = [:],
+        recordsBehindLimit: Int = 0,
         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
         announce: @escaping @Sendable ([UInt8]) -> Void = { FileHandle.standardOutput.write(Data($0 + [0x0A])) }
     ) {
         self.targets = Priority.allCases.map { targets[$0]?.inMilliseconds }
+        self.recordsBehindLimit = max(0, recordsBehindLimit)
         self.announce = announce
         let listener = attemptListener
         client = Self.client(
@@ -135,9 +141,7 @@ public final class HubSender: Sender {
                 scheduledAt: send.planned.scheduledAt
             )
             let outcome = conclude(send, .success(result))
-            if let ledger, let key = ledgerKey(of: send) {
-                await ledger.record(key, source: send.source.topicPartition)
-            }
+            await withCheckedContinuation { ended in recorded(send) { ended.resume() } }
             return outcome
         } catch {
             return conclude(send, .failure(error))
@@ -196,11 +200,24 @@ public final class HubSender: Sender {
         )
     }
 
-    /// An accepted send's record in the ledger, if there is one: `then` once it is stored, so the
-    /// send's slot is not free before a restart would know not to send it again.
+    /// An accepted send's record in the ledger, if there is one, and `then` when the send may end.
+    /// At once while fewer than `recordsBehindLimit` records of ended sends are still being stored;
+    /// else once its own record is stored, so its slot is not free before a restart would know not
+    /// to send it again. Either way the record is handed to the ledger before the send ends, so a
+    /// revoke's flush (before its commit) covers it. A SIGKILL can then repeat the sends in flight
+    /// and at most `recordsBehindLimit` more; without the allowance every accepted send would hold
+    /// its slot for the ledger's batching delay, and the slots would carry fewer sends a second.
     private func recorded(_ send: NewsSend, then: @escaping @Sendable () -> Void) {
         guard let ledger, let key = ledgerKey(of: send) else { return then() }
-        ledger.record(key, source: send.source.topicPartition, stored: then)
+        let behind = recordsBehind.add(1, ordering: .relaxed).newValue
+        guard behind <= recordsBehindLimit else {
+            recordsBehind.subtract(1, ordering: .relaxed)
+            return ledger.record(key, source: send.source.topicPartition, stored: then)
+        }
+        ledger.record(key, source: send.source.topicPartition) { [self] in
+            recordsBehind.subtract(1, ordering: .relaxed)
+        }
+        then()
     }
 
     /// The send's key in the ledger; nil for a canary, which is never recorded.

@@ -5,6 +5,11 @@ public struct PipelineConfiguration: Sendable {
     public var categories: Categories
     /// Sends in flight at most: a cap, not what adapts to the hub (the pacer's rate does).
     public var concurrency = 64
+    /// Accepted sends, per hub, that may end while their ledger record is still being stored (its
+    /// 5 ms batching and the broker's answer): past it, an accepted send keeps its slot until
+    /// stored. Four times `concurrency` covers that delay at the sends a second 64 slots carried
+    /// against a hub answering at once; a SIGKILL repeats at most `concurrency` plus this many.
+    public var recordsBehind: Int { concurrency * 4 }
     /// A known quota of the hub, in sends per second: never exceeded. nil: learnt from throttling.
     public var maxRate: Double?
     /// Messages taken from the consumer at once.

@@ -68,7 +68,8 @@ public enum PipelineService {
                     logger: logger,
                     hub: number,
                     hubName: hubs.count > 1 ? hub.name : nil,
-                    targets: configuration.targets
+                    targets: configuration.targets,
+                    recordsBehindLimit: configuration.recordsBehind
                 )
             }
         )
