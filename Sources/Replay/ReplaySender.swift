@@ -51,7 +51,8 @@ final class ReplaySender: Sender {
                 scheduledAt: work.send.scheduledAt
             )
             if let ledger {
-                // Held until it is stored, as in `run`: a SIGKILL repeats at most the sends in flight.
+                // Held until it is stored (a replay's sends are paced, so the wait costs little): a
+                // SIGKILL repeats at most the sends in flight.
                 await ledger.record(
                     LedgerKey(
                         hub: resourceURIs[work.hub],

@@ -49,7 +49,8 @@ import Testing
         )
     }
 
-    @Test(arguments: SendPath.allCases) func anAcceptedSendEndsOnlyOnceItsRecordIsStored(path: SendPath) async throws {
+    @Test(.timeLimit(.minutes(1)), arguments: SendPath.allCases)
+    func anAcceptedSendEndsOnlyOnceItsRecordIsStored(path: SendPath) async throws {
         let ledger = HeldLedger()
         let sender = try tests.hubSender(InMemoryTransport(status: 201), ledger: ledger)
         let ended = Task {
@@ -87,8 +88,11 @@ import Testing
             return outcome
         }
         #expect(await records.next() == "b")
+        // b's record is handed over before b would end: had b ended too, two would be behind.
+        #expect(sender.recordsBehindNow == 1, "a send ended past the allowance")
         #expect(!ledger.log.withLock { $0 }.contains("ended"), "a send ended past the allowance")
         ledger.storeAll()
+        #expect(sender.recordsBehindNow == 0)
         guard case .delivered = await second.value else {
             Issue.record("the second accepted send did not end as delivered")
             return

@@ -45,8 +45,9 @@ public final class KafkaDeliveryLedger: DeliveryLedger {
         // the delay is not a slot's time (benchmarks/README.md).
         var configuration = KafkaProducerConfiguration(kafka: kafka)
         configuration.lingerMs = 5
-        // A send waits for its record: with the ledger's partition unavailable, it gives up after
-        // 5 s (counted, the send may repeat after a restart) rather than hold the hub's sends.
+        // A record not stored within 5 s (the ledger's partition unavailable) is given up, counted,
+        // and its send may repeat after a restart: a send past the records-behind bound waits for
+        // its record, and must not hold the hub's sends longer.
         configuration.messageTimeoutMs = 5000
         let producer = try KafkaProducer(configuration: configuration, logger: logger)
         let reader = KafkaTopicReader(kafka: kafka, logger: logger)

@@ -43,6 +43,8 @@ public final class HubSender: Sender {
     /// may: past it, an accepted send keeps its slot until its record is stored.
     private let recordsBehind = Atomic<Int>(0)
     let recordsBehindLimit: Int
+    /// Accepted sends that ended with their record still being stored, now.
+    var recordsBehindNow: Int { recordsBehind.load(ordering: .relaxed) }
 
     /// Creates the client too: throttled sends come back at once (the engine holds each for its
     /// own `Retry-After`, and its pacer decides about the rest), and unanswered attempts reach the
@@ -141,7 +143,9 @@ public final class HubSender: Sender {
                 scheduledAt: send.planned.scheduledAt
             )
             let outcome = conclude(send, .success(result))
-            await withCheckedContinuation { ended in recorded(send) { ended.resume() } }
+            if ledger != nil {
+                await withCheckedContinuation { ended in recorded(send) { ended.resume() } }
+            }
             return outcome
         } catch {
             return conclude(send, .failure(error))

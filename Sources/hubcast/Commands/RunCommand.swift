@@ -232,15 +232,23 @@ struct RunCommand: AsyncParsableCommand {
         // The engine bounds the drain itself; this is the backstop should anything else hang.
         groupConfig.maximumGracefulShutdownDuration = pipelineConfig.drainTimeout + .seconds(10)
         let group = ServiceGroup(configuration: groupConfig)
-        try await ShutdownSignals.run(
-            group,
-            firstSignal: { [canary] in canary?.stopAsking() },
-            secondSignal: { pipeline.requestShutdown() },
-            logger: logger
-        )
+        // The producers close however the group ended: the ledger may hold the records of sends
+        // that already ended, which a restart would otherwise repeat.
+        var failure: (any Error)?
+        do {
+            try await ShutdownSignals.run(
+                group,
+                firstSignal: { [canary] in canary?.stopAsking() },
+                secondSignal: { pipeline.requestShutdown() },
+                logger: logger
+            )
+        } catch {
+            failure = error
+        }
         try? await dlqProducer?.close()
         try? await canaryProducer?.close(timeout: .seconds(5))
         await ledger?.close()
+        if let failure { throw failure }
         printer.printFinal(elapsed: ContinuousClock.now - started)
     }
 }
