@@ -152,6 +152,32 @@ import Testing
         if case .failure(let error as TransportError) = result { #expect(error.kind == .cancelled) }
     }
 
+    @Test func aRequestCancelledBeforeTheLoopStartsItNeverReachesTheServer() async throws {
+        // The task is cancelled before it sends, so the cancellation reaches the loop before the
+        // request does. One loop takes requests in order: once the next request is answered, the
+        // cancelled one would have been sent before it.
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201) }
+        let transport = CurlTransport(logger: Self.logger)
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await transport.send(
+                HTTPRequest(method: .get, url: server.baseURL + "cancelled", timeout: .seconds(300))
+            )
+        }
+        let result = await cancelled.result
+        if case .failure(let error as TransportError) = result {
+            #expect(error.kind == .cancelled)
+        } else {
+            Issue.record("expected a cancelled transfer, got \(result)")
+        }
+        let next = try await transport.send(
+            HTTPRequest(method: .get, url: server.baseURL + "next", timeout: .seconds(300))
+        )
+        #expect(next.status == 201)
+        #expect(server.requests.map(\.requestLine).allSatisfy { !$0.contains("/cancelled") })
+        #expect(server.requests.count == 1)
+    }
+
     @Test func startedRequestsCompleteOnTheLoopThreadAndCancelAllEndsTheUnanswered() async throws {
         // Half the requests are answered at once, the rest after two minutes: those can only end by
         // being cancelled.

@@ -5,16 +5,18 @@ import Synchronization
 
 /// Owns the curl multi handle and the thread that drives it; the only code that calls libcurl.
 ///
-/// Unchecked: other threads touch only `inbox` (under `inboxLock`), the atomics and `curl_multi_wakeup`
-/// (libcurl's one call documented as safe from any thread); the multi handle, `active`, the idle
-/// handles and the header lists belong to the loop thread alone. Exercised by `ClientTests`
+/// Unchecked: other threads touch only `inbox` (under `inboxLock`; it holds `Sendable` values only),
+/// the atomics and `curl_multi_wakeup` (libcurl's one call documented as safe from any thread); the
+/// multi handle, the transfers (active and idle) and the header lists belong to the loop thread alone. Exercised by `ClientTests`
 /// (200 concurrent sends, cancellation mid-transfer).
 final class CurlEventLoop: @unchecked Sendable {
     private struct Inbox {
-        var submitted: [Transfer] = []
-        var cancelled: [Transfer] = []
-        /// Every transfer in flight, and every one submitted before this was set, is to be cancelled.
+        var submitted: [Submission] = []
+        var cancelled: [CancelRequest] = []
+        /// Every transfer in flight is to be cancelled, and so are the first `cancelSubmitted` of
+        /// `submitted` (those submitted before `cancelAll`).
         var cancelEverything = false
+        var cancelSubmitted = 0
         var stopping = false
     }
 
@@ -38,7 +40,7 @@ final class CurlEventLoop: @unchecked Sendable {
     private let polling = Atomic<Bool>(false)
     // Loop-thread state.
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
-    private var idleHandles: [UnsafeMutableRawPointer] = []
+    private var idle: [Transfer] = []
     private var headerLists = HeaderListCache()
     /// `keptResponseHeaders` as bytes, for the header callback.
     let keptHeaders: [[UInt8]]?
@@ -59,14 +61,14 @@ final class CurlEventLoop: @unchecked Sendable {
 
     var connectionsOpened: Int { opened.load(ordering: .relaxed) }
 
-    func submit(_ transfer: Transfer) {
+    func submit(_ submission: Submission) {
         let accepted = inboxLock.withLock {
             guard !inbox.stopping else { return false }
-            inbox.submitted.append(transfer)
+            inbox.submitted.append(submission)
             return true
         }
         guard accepted else {
-            transfer.finish(
+            submission.completion(
                 .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport is shut down"))
             )
             return
@@ -74,17 +76,18 @@ final class CurlEventLoop: @unchecked Sendable {
         wakeIfPolling()
     }
 
-    func cancel(_ transfer: Transfer) {
-        transfer.cancelRequested.store(true, ordering: .releasing)
-        inboxLock.withLock { inbox.cancelled.append(transfer) }
+    /// Cancels the request submitted with `request`, whether or not the loop has started it yet.
+    func cancel(_ request: CancelRequest) {
+        request.requested.store(true, ordering: .releasing)
+        inboxLock.withLock { inbox.cancelled.append(request) }
         wakeIfPolling()
     }
 
     /// Ends every transfer submitted so far as cancelled (those submitted later go ahead).
     func cancelAll() {
         inboxLock.withLock {
-            for transfer in inbox.submitted { transfer.cancelRequested.store(true, ordering: .releasing) }
             inbox.cancelEverything = true
+            inbox.cancelSubmitted = inbox.submitted.count
         }
         wakeIfPolling()
     }
@@ -104,28 +107,33 @@ final class CurlEventLoop: @unchecked Sendable {
 
     private func run() {
         // Swapped with the inbox's arrays, so neither side allocates once both have grown.
-        var submitted: [Transfer] = []
-        var cancelled: [Transfer] = []
+        var submitted: [Submission] = []
+        var cancelled: [CancelRequest] = []
         while true {
-            let (stopping, cancelEverything) = inboxLock.withLock {
+            let (stopping, cancelEverything, cancelSubmitted) = inboxLock.withLock {
                 swap(&submitted, &inbox.submitted)
                 swap(&cancelled, &inbox.cancelled)
-                defer { inbox.cancelEverything = false }
-                return (inbox.stopping, inbox.cancelEverything)
+                defer {
+                    inbox.cancelEverything = false
+                    inbox.cancelSubmitted = 0
+                }
+                return (inbox.stopping, inbox.cancelEverything, inbox.cancelSubmitted)
             }
             if cancelEverything {
                 for easy in Array(active.keys) { complete(easy, with: .failure(Self.cancelledError)) }
             }
-            for transfer in submitted {
-                if transfer.cancelRequested.load(ordering: .acquiring) {
-                    transfer.finish(.failure(Self.cancelledError))
+            for (index, submission) in submitted.enumerated() {
+                if index < cancelSubmitted || submission.cancel?.requested.load(ordering: .acquiring) == true {
+                    submission.completion(.failure(Self.cancelledError))
                 } else {
-                    start(transfer)
+                    start(submission)
                 }
             }
-            for transfer in cancelled {
-                guard let easy = transfer.easy, active[easy] === transfer else { continue }
-                complete(easy, with: .failure(Self.cancelledError))
+            // A scan, not an index: cancelling one request is rare (its task was cancelled), and
+            // an index would be kept up on every send.
+            for request in cancelled {
+                guard let transfer = active.values.first(where: { $0.submission?.cancel === request }) else { continue }
+                complete(transfer.easy, with: .failure(Self.cancelledError))
             }
             submitted.removeAll(keepingCapacity: true)
             cancelled.removeAll(keepingCapacity: true)
@@ -147,7 +155,7 @@ final class CurlEventLoop: @unchecked Sendable {
                 with: .failure(TransportError(kind: .shutDown, code: 0, message: "the HTTP transport shut down"))
             )
         }
-        for easy in idleHandles { curl_easy_cleanup(easy) }
+        for transfer in idle { curl_easy_cleanup(transfer.easy) }
         headerLists.freeAll()
         finished.signal()
     }
@@ -163,10 +171,15 @@ final class CurlEventLoop: @unchecked Sendable {
         message: "the request was cancelled"
     )
 
-    /// A new handle with the options every request shares; a handle is reused without
-    /// `curl_easy_reset`, which would throw these away and have them set again on every request.
-    private func makeHandle() -> UnsafeMutableRawPointer? {
+    /// A new handle with the options every request shares, and its transfer; a handle is reused
+    /// without `curl_easy_reset`, which would throw these away and have them set again on every request.
+    private func makeTransfer() -> Transfer? {
         guard let easy = curl_easy_init() else { return nil }
+        let transfer = Transfer(easy: easy, keptHeaders: keptHeaders)
+        // Unretained: `active` or `idle` holds the transfer for as long as its handle lives.
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         hubcast_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         hubcast_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         hubcast_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
@@ -176,19 +189,18 @@ final class CurlEventLoop: @unchecked Sendable {
         if let caFile = configuration.caFile { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile) }
         hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
         hubcast_curl_easy_setopt_write_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
-        return easy
+        return transfer
     }
 
-    private func start(_ transfer: Transfer) {
-        guard let easy = idleHandles.popLast() ?? makeHandle() else {
-            transfer.finish(
+    private func start(_ submission: Submission) {
+        guard let transfer = idle.popLast() ?? makeTransfer() else {
+            submission.completion(
                 .failure(TransportError(kind: .other, code: 0, message: "libcurl could not create a handle"))
             )
             return
         }
-        let request = transfer.request
-        transfer.keptHeaders = keptHeaders
-        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        let easy = transfer.easy
+        let request = submission.request
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_URL, request.url)
         // What the previous request on this handle set differently: its method.
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, nil)
@@ -212,9 +224,7 @@ final class CurlEventLoop: @unchecked Sendable {
         transfer.headerList = list
         hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list.pointer)
         hubcast_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(request.timeout.milliseconds))
-        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        hubcast_curl_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
-        transfer.easy = easy
+        transfer.submission = submission
         transfer.started = .now
         active[easy] = transfer
         curl_multi_add_handle(multi, easy)
@@ -247,14 +257,14 @@ final class CurlEventLoop: @unchecked Sendable {
 
     private func complete(_ easy: UnsafeMutableRawPointer, with result: Result<HTTPResponse, TransportError>) {
         curl_multi_remove_handle(multi, easy)
-        let transfer = active.removeValue(forKey: easy)
-        transfer?.easy = nil
-        if let list = transfer?.headerList { headerLists.release(list) }
-        transfer?.finish(result)
+        guard let transfer = active.removeValue(forKey: easy) else { return }
+        if let list = transfer.headerList { headerLists.release(list) }
+        let completion = transfer.end()
         // The handle goes back to the pool, keeping its options; its connection stays in the
         // multi handle's cache. Nothing it points at outlives the transfer: the next request
-        // sets URL, body, headers and callback data before it starts.
-        idleHandles.append(easy)
+        // sets URL, body and headers before it starts.
+        idle.append(transfer)
+        completion?(result)
     }
 
     private static func error(_ code: CURLcode) -> TransportError {
@@ -271,6 +281,49 @@ final class CurlEventLoop: @unchecked Sendable {
             default: .other
             }
         return TransportError(kind: kind, code: Int32(code.rawValue), message: message)
+    }
+}
+
+/// An easy handle and the request it carries, reused with the handle from request to request. The
+/// loop thread alone touches it, and libcurl's callbacks on that thread, through the handle's data
+/// pointer.
+final class Transfer {
+    let easy: UnsafeMutableRawPointer
+    /// Lower-case names of the response headers to keep; nil: all.
+    let keptHeaders: [[UInt8]]?
+    /// The request in flight; nil while the handle is idle.
+    var submission: Submission?
+    /// The loop's cached list of this request's headers, released when the transfer completes.
+    var headerList: HeaderListCache.List?
+    var body: UnsafeMutableRawBufferPointer?
+    var responseBody: [UInt8] = []
+    var responseHeaders: [HTTPHeader] = []
+    var started: ContinuousClock.Instant = .now
+
+    init(easy: UnsafeMutableRawPointer, keptHeaders: [[UInt8]]?) {
+        self.easy = easy
+        self.keptHeaders = keptHeaders
+    }
+
+    /// True if the header called `name` (any case) is kept.
+    func keeps(_ name: UnsafeRawBufferPointer) -> Bool {
+        guard let keptHeaders else { return true }
+        return keptHeaders.contains { kept in
+            kept.count == name.count
+                && zip(kept, name).allSatisfy { k, b in k == (b >= 0x41 && b <= 0x5A ? b + 0x20 : b) }
+        }
+    }
+
+    /// Frees the body copy libcurl was pointed at, readies the transfer for its handle's next
+    /// request and returns the completion to call, which only this request's end gets.
+    func end() -> (@Sendable (Result<HTTPResponse, TransportError>) -> Void)? {
+        body?.deallocate()
+        body = nil
+        headerList = nil
+        responseBody = []
+        responseHeaders = []
+        defer { submission = nil }
+        return submission?.completion
     }
 }
 

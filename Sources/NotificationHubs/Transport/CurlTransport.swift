@@ -24,17 +24,16 @@ public final class CurlTransport: HTTPTransport {
 
     /// Performs one request; cancelling the calling task aborts the transfer.
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
-        let transfer = Transfer(request: request)
+        let cancel = CancelRequest()
         let loop = nextLoop()
         let result = await withTaskCancellationHandler {
             // Unsafe, not checked: the completion runs exactly once, and the checked kind
             // allocates a canary object per send.
             await withUnsafeContinuation { continuation in
-                transfer.completion = { continuation.resume(returning: $0) }
-                loop.submit(transfer)
+                loop.submit(Submission(request: request, cancel: cancel) { continuation.resume(returning: $0) })
             }
         } onCancel: {
-            loop.cancel(transfer)
+            loop.cancel(cancel)
         }
         return try result.get()
     }
@@ -43,9 +42,7 @@ public final class CurlTransport: HTTPTransport {
         _ request: HTTPRequest,
         completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
     ) {
-        let transfer = Transfer(request: request)
-        transfer.completion = completion
-        nextLoop().submit(transfer)
+        nextLoop().submit(Submission(request: request, cancel: nil, completion: completion))
     }
 
     public func cancelAll() { for loop in loops { loop.cancelAll() } }
@@ -61,42 +58,17 @@ public final class CurlTransport: HTTPTransport {
     public func shutdown() { for loop in loops { loop.stop() } }
 }
 
-/// One request on its way through the loop.
-///
-/// Unchecked: its mutable fields are set by the submitter before `submit` (whose inbox lock hands
-/// them over) and touched afterwards only by the loop thread, which runs the completion once, in
-/// `finish`; `cancelRequested` is atomic for the cancelling task. Exercised by `ClientTests`.
-final class Transfer: @unchecked Sendable {
+/// One request handed to a loop: all another thread gives it. The loop thread alone builds the
+/// transfer from it.
+struct Submission: Sendable {
     let request: HTTPRequest
-    var completion: (@Sendable (Result<HTTPResponse, TransportError>) -> Void)?
-    var easy: UnsafeMutableRawPointer?
-    /// The loop's cached list of this request's headers, released when the transfer completes.
-    var headerList: HeaderListCache.List?
-    var body: UnsafeMutableRawBufferPointer?
-    var responseBody: [UInt8] = []
-    var responseHeaders: [HTTPHeader] = []
-    var started: ContinuousClock.Instant = .now
-    let cancelRequested = Atomic<Bool>(false)
-    /// Lower-case names of the response headers to keep; nil: all.
-    var keptHeaders: [[UInt8]]?
+    /// Set for a request its caller may cancel.
+    let cancel: CancelRequest?
+    let completion: @Sendable (Result<HTTPResponse, TransportError>) -> Void
+}
 
-    /// True if the header called `name` (any case) is kept.
-    func keeps(_ name: UnsafeRawBufferPointer) -> Bool {
-        guard let keptHeaders else { return true }
-        return keptHeaders.contains { kept in
-            kept.count == name.count
-                && zip(kept, name).allSatisfy { k, b in k == (b >= 0x41 && b <= 0x5A ? b + 0x20 : b) }
-        }
-    }
-
-    init(request: HTTPRequest) { self.request = request }
-
-    /// Tells the sender exactly once and frees the body copy libcurl was pointed at.
-    func finish(_ result: Result<HTTPResponse, TransportError>) {
-        body?.deallocate()
-        body = nil
-        let completion = self.completion
-        self.completion = nil
-        completion?(result)
-    }
+/// A caller's wish to cancel its request, which may come before the loop has started it: the loop
+/// checks the flag when it starts the request, and finds the transfer by this object after.
+final class CancelRequest: Sendable {
+    let requested = Atomic<Bool>(false)
 }
