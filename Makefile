@@ -18,7 +18,7 @@ test: build
 # under it; docs/architecture.md, "Thread safety at the C seams".) A build of its own, ~8 min cold.
 tsan: setup
 	swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-	TSAN_OPTIONS="suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter NotificationHubsTests
+	TSAN_OPTIONS="suppressions=$(CURDIR)/Tests/tsan-suppressions.txt" swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter "NotificationHubsTests|ThreadsTests"
 
 # Style: swift-format (the toolchain's `swift format`) with .swift-format; `make format` rewrites in place.
 SWIFT_SOURCES = Package.swift Sources Tests benchmarks/micro/Package.swift benchmarks/micro/Benchmarks

@@ -56,11 +56,13 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
 
+        // A thread whose end can be waited for, for the C libraries' blocking loops.
+        .target(name: "Threads", dependencies: [.product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         // Kafka client on librdkafka: consumer, producer, dev broker (mock cluster).
         .target(
             name: "Kafka",
             dependencies: [
-                "CRdKafka",
+                "CRdKafka", "Threads",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -74,7 +76,7 @@ let package = Package(
         .target(
             name: "NotificationHubs",
             dependencies: [
-                "CCurl", "COpenSSL", "TextFormats",
+                "CCurl", "COpenSSL", "TextFormats", "Threads",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -206,6 +208,7 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(
             name: "HubEmulatorTests",
             dependencies: ["HubEmulator", "NotificationHubs", "News", "TestSupport"]

@@ -26,8 +26,4 @@ extension Blocking {
     ) async -> Result<T, KafkaError> {
         do throws(KafkaError) { return .success(try await run(body)) } catch { return .failure(error) }
     }
-
-    static func wait(_ semaphore: DispatchSemaphore) async {
-        _ = await runCatching { () throws(KafkaError) in semaphore.wait() }
-    }
 }

@@ -184,7 +184,8 @@ public final class KafkaConsumer: Service, Sendable {
             if pauses.withLock({ $0.shouldHold(buffered: buffered, fullFor: fullFor) }) {
                 // Rebalances wait for the next poll: at most `pauseAfter` longer. The poll thread is
                 // librdkafka's (rebalance callbacks run inside rd_kafka_consumer_poll), not the
-                // cooperative pool's; it looks again every millisecond while the pipeline catches up.
+                // cooperative pool's; it looks again when a queue or the events turn non-empty, and
+                // every millisecond while the pipeline catches up (nothing tells it of room).
                 // A topic with nothing buffered is not held up: its messages would be handed out
                 // next (the topics take turns), so a few of each of its partitions' come in. Once
                 // in, the topic has messages buffered: at most those few beyond the capacity. Not
@@ -195,7 +196,7 @@ public final class KafkaConsumer: Service, Sendable {
                 }
                 for result in quiet.results { take(result, &wake) }
                 wakeFetchersIfStopped(&wake, since: started)
-                usleep(1000)
+                client.waitForMessages(timeoutMs: 1)
                 continue
             }
             polls.add(1, ordering: .relaxed)

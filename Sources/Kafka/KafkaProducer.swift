@@ -1,37 +1,31 @@
 import Foundation
 import Logging
 import Synchronization
+import Threads
 
 /// Publishes messages and awaits each one's delivery report.
 public final class KafkaProducer: Sendable {
     private let client: RDKafkaClient
     private let closed = Shared(false)
     // The handle must outlive the thread serving rd_kafka_poll (its delivery-report callbacks):
-    // close waits for that thread to leave the loop before the handle can go.
-    private let pollThreadDone = DispatchSemaphore(value: 0)
+    // close joins that thread before the handle can go.
+    private let pollThread = JoinableThread(name: "hubcast-kafka-producer")
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
         client = try RDKafkaClient(role: .producer, properties: configuration.librdkafkaProperties, logger: logger)
-        let thread = Thread { [client, closed, pollThreadDone] in
+        pollThread.start { [client, closed] in
             // Delivery reports are served here, so senders never block a Swift thread.
             while !closed.withLock({ $0 }) { client.servePoll(timeoutMs: 100) }
-            pollThreadDone.signal()
         }
-        thread.name = "hubcast-kafka-producer"
-        thread.start()
     }
 
     deinit {
-        if !markClosed() { pollThreadDone.wait() }
+        markClosed()
+        pollThread.join()
     }
 
-    /// Sets the closed flag; true when it was already set.
-    private func markClosed() -> Bool {
-        closed.withLock { closed in
-            defer { closed = true }
-            return closed
-        }
-    }
+    /// Ends the poll thread's loop (at its next poll, within 100 ms).
+    private func markClosed() { closed.withLock { $0 = true } }
 
     /// Proves a broker answers before the producer is relied on.
     public func checkReachable(timeout: Duration) async throws(KafkaError) {
@@ -135,10 +129,9 @@ public final class KafkaProducer: Sendable {
             defer { client.purgeUndelivered() }
             try client.flush(timeoutMs: ms)
         }
-        if !markClosed() {
-            let done = pollThreadDone
-            await Blocking.wait(done)
-        }
+        markClosed()
+        let pollThread = self.pollThread
+        _ = await Blocking.runCatching { () throws(KafkaError) in pollThread.join() }
         try result.get()
     }
 }

@@ -11,7 +11,9 @@ extension Process {
     @discardableResult
     public func reap(terminateAfter: Duration? = nil, killAfter: Duration = .seconds(10)) -> Int32 {
         // Foundation reaps its children itself and says so through `terminationHandler`; set
-        // before `isRunning` is asked, so that an exit noticed in between is not missed.
+        // before `isRunning` is asked, so that an exit noticed in between is not missed. A
+        // semaphore, because that callback (from Foundation's SIGCHLD source) is the only word of
+        // the reaping, and this function is synchronous.
         let noticed = DispatchSemaphore(value: 0)
         terminationHandler = { _ in noticed.signal() }
         guard isRunning else { return terminationStatus }

@@ -139,15 +139,10 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
                 return recorded.count - 1
             }
             let response = script(request, index)
-            if response.delay > .zero {
-                // The scripted latency itself (a slow hub), on this connection's own thread: what
-                // the test waits for is the answer that follows, never this sleep.
-                Thread.sleep(
-                    forTimeInterval: Double(response.delay.components.seconds) + Double(
-                        response.delay.components.attoseconds
-                    ) / 1e18
-                )
-            }
+            // The scripted latency (a slow hub), on this connection's own thread: the answer waits
+            // for it unless the client hangs up first (a cancelled transfer), which ends the
+            // connection at once rather than after the delay.
+            if response.delay > .zero, Self.hungUp(fd, within: response.delay) { return }
             if response.drop { return }
             var text = "HTTP/1.1 \(response.status) Status\r\nContent-Length: \(response.body.utf8.count)\r\n"
             for (name, value) in response.headers { text += "\(name): \(value)\r\n" }
@@ -160,6 +155,17 @@ public final class ScriptedHTTPServer: @unchecked Sendable {
                 sent += w
             }
         }
+    }
+
+    /// Waits up to `delay` for the peer to close its end; true if it did. Linux's POLLRDHUP
+    /// (0x2000; Glibc's module does not export the name) reports exactly that, and no data.
+    private static func hungUp(_ fd: Int32, within delay: Duration) -> Bool {
+        let (seconds, attoseconds) = delay.components
+        let ms = min(Int64(Int32.max), seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        var descriptor = pollfd(fd: fd, events: 0x2000, revents: 0)
+        var result: Int32
+        repeat { result = poll(&descriptor, 1, Int32(ms)) } while result == -1 && errno == EINTR
+        return result > 0
     }
 
     private func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {

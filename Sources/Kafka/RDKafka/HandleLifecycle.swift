@@ -18,11 +18,19 @@ struct HandleLifecycle: Sendable, Equatable {
         return true
     }
 
-    mutating func leave() {
+    /// A call is done with the handle: true if it was the last one `destroy` waits for (it is to
+    /// be woken).
+    @discardableResult
+    mutating func leave() -> Bool {
         switch state {
-        case .open(let users): state = .open(users: max(0, users - 1))
-        case .closing(let users): state = .closing(users: max(0, users - 1))
-        case .destroyed: break
+        case .open(let users):
+            state = .open(users: max(0, users - 1))
+            return false
+        case .closing(let users):
+            state = .closing(users: max(0, users - 1))
+            return users == 1
+        case .destroyed:
+            return false
         }
     }
 
@@ -50,4 +58,7 @@ struct HandleLifecycle: Sendable, Equatable {
     }
 
     var isOpen: Bool { if case .open = state { true } else { false } }
+
+    /// Closing, with calls still in progress.
+    var isWaitingForUsers: Bool { if case .closing(let users) = state { users > 0 } else { false } }
 }

@@ -58,6 +58,9 @@ final class RDKafkaClient: @unchecked Sendable {
     private let handle: OpaquePointer
     private let callbacks: Callbacks
     private let lifecycle = Mutex(HandleLifecycle())
+    /// `destroy` waits on it for the last call in progress; taken around the look at `lifecycle`
+    /// and around the wake, so that a wake between the look and the wait is not lost.
+    private let lastUserLeft = NSCondition()
     // The poll thread alone reads messages, so the topic name cache needs no lock.
     private var topicNames: [OpaquePointer: String] = [:]
     /// A group consumer's partitions, each read from a queue of its own (nil for the topic
@@ -122,9 +125,10 @@ final class RDKafkaClient: @unchecked Sendable {
             case .waitForUsers:
                 // rd_kafka_destroy must not run while another thread is inside a librdkafka call
                 // (a lag or metadata read), and it blocks, so the last of those calls cannot run it
-                // on the cooperative pool: this thread (the consumer's own) waits, a call being
-                // well under a millisecond.
-                usleep(1000)
+                // on the cooperative pool: this thread (the consumer's own) waits for it to leave.
+                lastUserLeft.lock()
+                while lifecycle.withLock({ $0.isWaitingForUsers }) { lastUserLeft.wait() }
+                lastUserLeft.unlock()
             case .nothing:
                 return
             }
@@ -134,7 +138,13 @@ final class RDKafkaClient: @unchecked Sendable {
     /// Runs `body` with the handle while it is open; throws `shutDown` once it is closed.
     private func withOpenHandle<T>(_ body: (OpaquePointer) throws(KafkaError) -> T) throws(KafkaError) -> T {
         guard lifecycle.withLock({ $0.enter() }) else { throw .shutDown }
-        defer { lifecycle.withLock { $0.leave() } }
+        defer {
+            if lifecycle.withLock({ $0.leave() }) {
+                lastUserLeft.lock()
+                lastUserLeft.broadcast()
+                lastUserLeft.unlock()
+            }
+        }
         return try body(handle)
     }
 

@@ -2,6 +2,7 @@ import CCurl
 import Foundation
 import Logging
 import Synchronization
+import Threads
 
 /// Owns the curl multi handle and the thread that drives it; the only code that calls libcurl.
 ///
@@ -31,9 +32,8 @@ final class CurlEventLoop: @unchecked Sendable {
     private let inboxLock = NSLock()
     private var inbox = Inbox()
     private let opened = Atomic<Int>(0)
-    // `stop` waits for the loop thread to leave curl_multi_poll and fail what is in flight: the
-    // multi handle must not be cleaned up under it.
-    private let finished = DispatchSemaphore(value: 0)
+    // `stop` joins it: once it returns, what was in flight has been failed.
+    private let thread = JoinableThread(name: "hubcast-curl")
     private let stopped = Atomic<Bool>(false)
     // True while the loop thread is in (or about to enter) `curl_multi_poll`. A submitter wakes it
     // only then: the wake-up is a syscall and a context switch, which on every submit is one per send.
@@ -54,9 +54,7 @@ final class CurlEventLoop: @unchecked Sendable {
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxConnectionsPerHost)
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        let thread = Thread { [self] in run() }
-        thread.name = "hubcast-curl"
-        thread.start()
+        thread.start { [self] in run() }
     }
 
     var connectionsOpened: Int { opened.load(ordering: .relaxed) }
@@ -96,7 +94,7 @@ final class CurlEventLoop: @unchecked Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         inboxLock.withLock { inbox.stopping = true }
         curl_multi_wakeup(multi)
-        finished.wait()
+        thread.join()
     }
 
     // Called after the inbox changed. The loop sets `polling` before it looks at the inbox a last
@@ -157,7 +155,6 @@ final class CurlEventLoop: @unchecked Sendable {
         }
         for transfer in idle { curl_easy_cleanup(transfer.easy) }
         headerLists.freeAll()
-        finished.signal()
     }
 
     // Not on the loop thread as it exits: a submitter that saw `polling` just before may still be
