@@ -454,6 +454,20 @@ def last_line(path):
         return {}
 
 
+def per_second(log):
+    """[[accepted, throttled]] in each whole second from the first request: where a run lost its pace."""
+    if not log:
+        return []
+    start = min(t for t, _ in log)
+    seconds = [[0, 0] for _ in range(int(max(t for t, _ in log) - start) + 1)]
+    for t, status in log:
+        if status in (200, 201):
+            seconds[int(t - start)][0] += 1
+        elif status == 429:
+            seconds[int(t - start)][1] += 1
+    return seconds
+
+
 def accepted_pace(log):
     """From the sink's log: the accepted stamps (sorted), the window from the first request to the
     last accepted one, accepted per second over it and over its second half (the pace once the
@@ -608,7 +622,7 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
            "goodputToQuota": round(goodput / quota, 3), "settledToQuota": round(settled / quota, 3),
            "throttledPct": round(100 * statuses.get(429, 0) / max(1, len(log)), 2),
            "shares": [round(n / max(1, sum(sent)), 2) for n in sent], "sentTwice": max(0, sum(sent) - items),
-           "exits": [p.returncode for p in procs]}
+           "exits": [p.returncode for p in procs], "perSecond": per_second(log)}
     if at is not None:
         if event == "stop":
             # The first whole second after the stop in which the others got 0.9× the quota.

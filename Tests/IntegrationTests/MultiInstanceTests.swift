@@ -179,8 +179,18 @@ import Glibc
         defer { g.stopAll() }
         let group = "multi-pause-\(UUID().uuidString.prefix(8))"
         let a = try g.startRun("A", group: group, idle: 30, batchSize: nil, extra: ["--log-level", "debug"])
+        // Until partitions of both numbers are paused, so that whichever half the range assignor
+        // gives back to A, some of it was paused: backpressure pauses the whole assignment, while
+        // the engine's own pauses (a partition whose records it set aside) can come first and
+        // cover one half only.
+        let pausedNow = Mutex<Set<String>>([])
         let pausedLine = { @Sendable (line: String) in
-            line.contains("Pause state changed") && line.contains("paused=[news.")
+            guard let change = MultiInstanceRun.pauseChange(line) else { return false }
+            return pausedNow.withLock { paused in
+                paused.formUnion(change.paused)
+                paused.subtract(change.resumed)
+                return paused.contains { $0.hasSuffix("[0]") } && paused.contains { $0.hasSuffix("[1]") }
+            }
         }
         _ = try #require(
             await a.stderr.first(timeout: .seconds(60)) { pausedLine($0.text) },
@@ -445,15 +455,24 @@ struct MultiInstanceRun: Sendable {
 
     /// The partitions its "Pause state changed" lines (debug) leave paused in librdkafka at `instant`.
     func paused(at instant: ContinuousClock.Instant) -> Set<String> {
-        let partition = try! Regex(#"news\.[a-z]+\[\d+\]"#)
         var paused: Set<String> = []
-        for line in stderr.lines where line.at <= instant && line.text.contains("Pause state changed") {
-            guard let split = line.text.range(of: " resumed=") else { continue }
-            let pausing = line.text[..<split.lowerBound], resuming = line.text[split.upperBound...]
-            paused.formUnion(pausing.matches(of: partition).map { String(pausing[$0.range]) })
-            paused.subtract(resuming.matches(of: partition).map { String(resuming[$0.range]) })
+        for line in stderr.lines where line.at <= instant {
+            guard let change = Self.pauseChange(line.text) else { continue }
+            paused.formUnion(change.paused)
+            paused.subtract(change.resumed)
         }
         return paused
+    }
+
+    /// The news partitions a "Pause state changed" line pauses and resumes; nil for other lines.
+    static func pauseChange(_ text: String) -> (paused: [String], resumed: [String])? {
+        guard text.contains("Pause state changed"), let split = text.range(of: " resumed=") else { return nil }
+        let partition = try! Regex(#"news\.[a-z]+\[\d+\]"#)
+        let pausing = text[..<split.lowerBound], resuming = text[split.upperBound...]
+        return (
+            pausing.matches(of: partition).map { String(pausing[$0.range]) },
+            resuming.matches(of: partition).map { String(resuming[$0.range]) }
+        )
     }
 
     /// Waits for its first assignment of at least one partition.
