@@ -9,14 +9,15 @@ public final class KafkaProducer: Sendable {
     private let closed = Shared(false)
     // The handle must outlive the thread serving rd_kafka_poll (its delivery-report callbacks):
     // close joins that thread before the handle can go.
-    private let pollThread = JoinableThread(name: "hubcast-kafka-producer")
+    private let pollThread = JoinableThread(name: "kafka-producer")
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
         client = try RDKafkaClient(role: .producer, properties: configuration.librdkafkaProperties, logger: logger)
-        pollThread.start { [client, closed] in
+        let started = pollThread.start { [client, closed] in
             // Delivery reports are served here, so senders never block a Swift thread.
             while !closed.withLock({ $0 }) { client.servePoll(timeoutMs: 100) }
         }
+        guard started else { throw .configuration("the system refused the Kafka producer a thread") }
     }
 
     deinit {

@@ -23,10 +23,19 @@ public final class JoinableThread: Sendable {
     /// pthread mutex, not `Synchronization.Mutex`: the thread sanitizer does not see the latter's
     /// contended path (a futex), and a second joiner is exactly that.
     private let state = NIOLockedValueBox(State.notStarted)
-    private let name: String
+    let name: String
 
-    /// `name` is shown by `top -H` and in debuggers; Linux keeps its first 15 bytes.
-    public init(name: String) { self.name = name }
+    /// `name` is shown by `top -H` and in debuggers: its first 15 bytes (Linux refuses a longer
+    /// name altogether).
+    public init(name: String) {
+        var short = ""
+        // Whole characters: a cut inside one would not be valid UTF-8.
+        for character in name {
+            guard short.utf8.count + character.utf8.count <= 15 else { break }
+            short.append(character)
+        }
+        self.name = short
+    }
 
     /// Runs `body` on the new thread; once only (a second call does nothing). False if the
     /// system refused a thread.
@@ -65,11 +74,17 @@ public final class JoinableThread: Sendable {
     }
 
     /// Returns once the body has returned (at once if it never started or was joined before).
-    /// Blocks: call it from a thread that may block, never from the thread itself.
+    /// Blocks: call it from a thread that may block. Called on the thread itself (its body let
+    /// go of the last reference to an owner that joins in `deinit`), it cannot wait for its own
+    /// end: it returns at once, and the thread's resources go when it ends.
     public func join() {
         state.withLockedValue { state in
             guard case .running(let thread) = state else { return }
-            _ = pthread_join(thread, nil)
+            if pthread_equal(thread, pthread_self()) != 0 {
+                pthread_detach(thread)
+            } else {
+                pthread_join(thread, nil)
+            }
             state = .joined
         }
     }

@@ -152,30 +152,125 @@ import Testing
         if case .failure(let error as TransportError) = result { #expect(error.kind == .cancelled) }
     }
 
-    @Test func aRequestCancelledBeforeTheLoopStartsItNeverReachesTheServer() async throws {
-        // The task is cancelled before it sends, so the cancellation reaches the loop before the
-        // request does. One loop takes requests in order: once the next request is answered, the
-        // cancelled one would have been sent before it.
-        let server = try ScriptedHTTPServer { _, _ in .init(status: 201) }
-        let transport = CurlTransport(logger: Self.logger)
-        let cancelled = Task {
-            withUnsafeCurrentTask { $0?.cancel() }
-            return try await transport.send(
-                HTTPRequest(method: .get, url: server.baseURL + "cancelled", timeout: .seconds(300))
-            )
+    /// Submits to `loop` and waits for the answer.
+    func perform(
+        _ loop: CurlEventLoop,
+        _ request: HTTPRequest,
+        cancel: CancelRequest? = nil
+    ) async -> Result<HTTPResponse, TransportError> {
+        await withCheckedContinuation { continuation in
+            loop.submit(Submission(request: request, cancel: cancel) { continuation.resume(returning: $0) })
         }
-        let result = await cancelled.result
-        if case .failure(let error as TransportError) = result {
+    }
+
+    @Test func aRequestCancelledBeforeTheLoopTakesItNeverReachesTheServer() async throws {
+        // The cancel reaches the loop in an earlier pass than the request: the answer to the
+        // request in between proves that pass is over. Only the token's flag can stop it then.
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201) }
+        let loop = CurlEventLoop(configuration: TransportConfiguration(), logger: Self.logger)
+        defer { loop.stop() }
+        let token = CancelRequest()
+        loop.cancel(token)
+        let between = await perform(loop, HTTPRequest(method: .get, url: server.baseURL + "between"))
+        #expect((try? between.get().status) == 201)
+        let cancelled = await perform(loop, HTTPRequest(method: .get, url: server.baseURL + "cancelled"), cancel: token)
+        if case .failure(let error) = cancelled {
             #expect(error.kind == .cancelled)
         } else {
-            Issue.record("expected a cancelled transfer, got \(result)")
+            Issue.record("expected a cancelled transfer, got \(cancelled)")
         }
-        let next = try await transport.send(
-            HTTPRequest(method: .get, url: server.baseURL + "next", timeout: .seconds(300))
+        let after = await perform(loop, HTTPRequest(method: .get, url: server.baseURL + "after"))
+        #expect((try? after.get().status) == 201)
+        #expect(server.requests.map(\.requestLine).filter { $0.contains("/cancelled") }.isEmpty)
+        #expect(server.requests.count == 2)
+    }
+
+    @Test func cancelAllEndsTheRequestsQueuedBeforeItAndNotThoseAfter() async throws {
+        // The loop thread is held inside a completion while A and B are queued, cancelAll is
+        // called and C is queued: all three wait in the inbox, and only the count tells them apart.
+        let server = try ScriptedHTTPServer { _, _ in .init(status: 201) }
+        let loop = CurlEventLoop(configuration: TransportConfiguration(), logger: Self.logger)
+        defer { loop.stop() }
+        let gate = NSCondition()
+        let held = Mutex(false)
+        let released = Mutex(false)
+        let (entered, entering) = AsyncStream.makeStream(of: Void.self)
+        loop.submit(
+            Submission(request: HTTPRequest(method: .get, url: server.baseURL + "hold"), cancel: nil) { _ in
+                held.withLock { $0 = true }
+                entering.yield()
+                gate.lock()
+                while !released.withLock({ $0 }) { gate.wait() }
+                gate.unlock()
+            }
         )
-        #expect(next.status == 201)
-        #expect(server.requests.map(\.requestLine).allSatisfy { !$0.contains("/cancelled") })
-        #expect(server.requests.count == 1)
+        var iterator = entered.makeAsyncIterator()
+        _ = await iterator.next()
+        let results = Mutex<[String: Result<HTTPResponse, TransportError>]>([:])
+        let (done, finishing) = AsyncStream.makeStream(of: Void.self)
+        func queue(_ name: String) {
+            loop.submit(
+                Submission(request: HTTPRequest(method: .get, url: server.baseURL + name), cancel: nil) { result in
+                    results.withLock { $0[name] = result }
+                    finishing.yield()
+                }
+            )
+        }
+        queue("a")
+        queue("b")
+        loop.cancelAll()
+        queue("c")
+        gate.withLock {
+            released.withLock { $0 = true }
+            gate.broadcast()
+        }
+        var ends = done.makeAsyncIterator()
+        for _ in 0..<3 { _ = await ends.next() }
+        let ended = results.withLock { $0 }
+        for name in ["a", "b"] {
+            if case .failure(let error) = ended[name] {
+                #expect(error.kind == .cancelled, "\(name)")
+            } else {
+                Issue.record("\(name) was queued before cancelAll but ended \(String(describing: ended[name]))")
+            }
+        }
+        #expect((try? ended["c"]?.get().status) == 201, "c was queued after cancelAll")
+        #expect(server.requests.map(\.requestLine).filter { $0.contains("/a ") || $0.contains("/b ") }.isEmpty)
+    }
+
+    @Test func aReusedHandleCarriesNothingOfTheRequestBefore() async throws {
+        // One loop, one request at a time: the second and third requests reuse the first's handle
+        // (and its transfer).
+        let server = try ScriptedHTTPServer { request, _ in
+            request.requestLine.contains("/first")
+                ? .init(status: 201, headers: [("X-Only-First", "1")], body: "first body")
+                : .init(status: 200)
+        }
+        let loop = CurlEventLoop(configuration: TransportConfiguration(), logger: Self.logger)
+        defer { loop.stop() }
+        let first = try await perform(
+            loop,
+            HTTPRequest(
+                method: .post,
+                url: server.baseURL + "first",
+                headers: [HTTPHeader("X-Request", "1")],
+                body: [1, 2, 3]
+            )
+        ).get()
+        #expect(first.status == 201)
+        #expect(first.headers.contains { $0.name == "x-only-first" })
+        #expect(first.body == Array("first body".utf8))
+        let second = try await perform(loop, HTTPRequest(method: .delete, url: server.baseURL + "second")).get()
+        #expect(second.status == 200)
+        #expect(!second.headers.contains { $0.name == "x-only-first" })
+        #expect(second.body.isEmpty)
+        let third = try await perform(loop, HTTPRequest(method: .get, url: server.baseURL + "third")).get()
+        #expect(third.status == 200)
+        let requests = server.requests
+        #expect(requests.map { String($0.requestLine.prefix { $0 != " " }) } == ["POST", "DELETE", "GET"])
+        #expect(requests[1].body.isEmpty && requests[2].body.isEmpty)
+        #expect(!requests[1].headers.contains { $0.name.lowercased() == "x-request" })
+        #expect(loop.connectionsOpened == 1)
     }
 
     @Test func startedRequestsCompleteOnTheLoopThreadAndCancelAllEndsTheUnanswered() async throws {

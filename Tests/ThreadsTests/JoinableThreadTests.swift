@@ -1,6 +1,6 @@
 import Synchronization
 import Testing
-import Threads
+@testable import Threads
 
 @Suite struct JoinableThreadTests {
     @Test func joinReturnsOnlyAfterTheBodyHasReturned() {
@@ -23,6 +23,29 @@ import Threads
         thread.join()
         #expect(runs.load(ordering: .relaxed) == 1)
         JoinableThread(name: "never").join()
+    }
+
+    @Test func aThreadJoiningItselfGoesOnAndEnds() async {
+        // As when its body lets go of the last reference to an owner that joins in `deinit`:
+        // pthread_join would refuse (EDEADLK); the join returns, and the thread is detached.
+        let thread = JoinableThread(name: "joins-itself")
+        let (returned, returning) = AsyncStream.makeStream(of: Void.self)
+        thread.start {
+            thread.join()
+            returning.yield()
+            returning.finish()
+        }
+        var iterator = returned.makeAsyncIterator()
+        #expect(await iterator.next() != nil)
+        thread.join()
+    }
+
+    @Test func namesAreCutToLinuxsFifteenBytesOnWholeCharacters() {
+        #expect(JoinableThread(name: "hubcast-kafka-producer").name == "hubcast-kafka-p")
+        #expect(JoinableThread(name: "hubcast-curl").name == "hubcast-curl")
+        #expect(JoinableThread(name: "nouvelles-été-ok").name == "nouvelles-été")
+        // The 15th byte would be the first half of "é".
+        #expect(JoinableThread(name: "abcdefghijklmné").name == "abcdefghijklmn")
     }
 
     @Test func twoJoinersBothWaitForTheEnd() async {

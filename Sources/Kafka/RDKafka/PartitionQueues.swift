@@ -168,8 +168,9 @@ final class PartitionQueues: Sendable {
     }
 
     /// Waits up to `timeoutMs` for a queue that was empty to receive something (a message, or an
-    /// event on the consumer queue). Call only after every queue was seen empty: a queue already
-    /// holding messages does not write again.
+    /// event on the consumer queue). A queue already holding messages does not write again, so
+    /// with messages left in a queue (the poll loop held while the pipeline catches up) it is
+    /// a wait of `timeoutMs` that ends early when another queue or the events turn non-empty.
     func wait(timeoutMs: Int32) {
         var descriptor = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, timeoutMs) > 0 else { return }

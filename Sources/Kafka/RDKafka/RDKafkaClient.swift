@@ -124,7 +124,7 @@ final class RDKafkaClient: @unchecked Sendable {
                 return
             case .waitForUsers:
                 // rd_kafka_destroy must not run while another thread is inside a librdkafka call
-                // (a lag or metadata read), and it blocks, so the last of those calls cannot run it
+                // (a commit, committed offsets, lag or metadata), and it blocks, so the last of those calls cannot run it
                 // on the cooperative pool: this thread (the consumer's own) waits for it to leave.
                 lastUserLeft.lock()
                 while lifecycle.withLock({ $0.isWaitingForUsers }) { lastUserLeft.wait() }
