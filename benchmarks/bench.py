@@ -51,6 +51,8 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["World", "Politics", "Business", "Technology", "Science", "Sports"]
 HUB = "bench"
+# The statuses of a send the hub accepted, in the sink's log.
+ACCEPTED = (200, 201)
 SECTIONS = ["ceiling", "unthrottled", "tls", "quota", "sporadic", "latency", "memory", "group", "priority"]
 PROGRAMS = ["hubcast", "go", "python"]
 WARM_UP_SECONDS = 5
@@ -461,7 +463,7 @@ def per_second(log):
     start = min(t for t, _ in log)
     seconds = [[0, 0] for _ in range(int(max(t for t, _ in log) - start) + 1)]
     for t, status in log:
-        if status in (200, 201):
+        if status in ACCEPTED:
             seconds[int(t - start)][0] += 1
         elif status == 429:
             seconds[int(t - start)][1] += 1
@@ -473,7 +475,7 @@ def accepted_pace(log):
     last accepted one, accepted per second over it and over its second half (the pace once the
     cold start is behind it), and the count of each status."""
     statuses = collections.Counter(s for _, s in log)
-    accepted = sorted(t for t, s in log if s in (200, 201))
+    accepted = sorted(t for t, s in log if s in ACCEPTED)
     start = min(t for t, _ in log) if log else 0.0
     window = (accepted[-1] - start) if len(accepted) > 1 else 0.0
     goodput = len(accepted) / window if window > 0 else 0.0
@@ -706,9 +708,9 @@ def backlog_run(binary, python, nginx, port, work, backlog, trickle, seconds, ma
         broker.stop()
     accepted = {}
     for t, status, tags in log:
-        if status in (200, 201) and tags and tags.startswith("username:"):
+        if status in ACCEPTED and tags and tags.startswith("username:"):
             accepted.setdefault(tags[len("username:"):], t)
-    backlog_done = sorted(t for t, status, tags in log if status in (200, 201) and tags == "Sports")
+    backlog_done = sorted(t for t, status, tags in log if status in ACCEPTED and tags == "Sports")
     drain_end = backlog_done[-1] if backlog_done else None
     rows = {}
     for category, (rate, priority) in trickle.items():
