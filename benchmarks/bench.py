@@ -1098,6 +1098,7 @@ def main():
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="programs in the unthrottled and quota sections (also hubcast-noledger: hubcast with --ledger-topic none; hubcast-baseline: the --baseline build); a program may be named twice to alternate runs")
     parser.add_argument("--output", default=os.path.join(ROOT, "benchmarks/results/latest.json"))
     parser.add_argument("--micro-json", help="only merge this micro-benchmark export into --output and print it")
+    parser.add_argument("--keep-work", action="store_true", help="keep the scratch folder (each program's output, nginx's log) and print its path")
     parser.add_argument("--show", metavar="JSON", help="only print the tables of an earlier run's results")
     args = parser.parse_args()
     if args.micro_json:
@@ -1231,7 +1232,10 @@ def main():
                 result["priority"]["builds"].append({"name": name, "binary": build, "runs": runs})
     finally:
         nginx.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep_work:
+            print(f"scratch folder kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     result["seconds"] = round(time.time() - started, 1)
     result["goals"] = goals(result)
     os.makedirs(os.path.dirname(args.output), exist_ok=True)

@@ -237,6 +237,31 @@ struct GroupSimulation {
         )
     }
 
+    /// The others' part of a cut's measure is their last reports, up to half a second behind while
+    /// the rates climb from a cold start. Measured once, two instances held at 0.85× the quota for
+    /// 6 s where one alone took 0.99×: every cut in a group is measured again from the first
+    /// reports sent after it. The cold start's first seconds still climb slower in a group (each
+    /// instance's burst measures its own part only): 0.90× the quota over the first 20 s, where
+    /// one alone takes 0.93×; over a minute, as the benchmark runs, that is within 0.01.
+    @Test(arguments: 2...4, [0, 2])
+    func aGroupFromAColdStartPacesAsOneInstanceAlone(instances: Int, hearsFrom: Int) async {
+        func run(_ n: Int) async -> (whole: Double, settled: Double) {
+            var sim = GroupSimulation(quota: Self.quota, backlogs: [Int](repeating: 60_000 / n, count: n))
+            sim.delay = .milliseconds(100)
+            for i in sim.instances.indices { sim.instances[i].hearsFrom = .seconds(Int64(hearsFrom)) }
+            await sim.run(until: .seconds(60))
+            return (
+                sim.acceptedPerSecond(from: .zero, to: .seconds(60)) / Self.quota,
+                sim.acceptedPerSecond(from: .seconds(4), to: .seconds(12)) / Self.quota
+            )
+        }
+        let alone = await run(1), group = await run(instances)
+        let figures = "\(instances) instances \(group), one alone \(alone)"
+        #expect(group.settled >= 0.95, "from 4 to 12 s: \(figures)")
+        #expect(group.settled >= alone.settled - 0.02, "from 4 to 12 s: \(figures)")
+        #expect(group.whole >= alone.whole - 0.015, "the first minute: \(figures)")
+    }
+
     @Test(arguments: [false, true])
     func whenAnInstanceLeavesTheOthersTakeItsShareWithinFiveSeconds(silently: Bool) async {
         var sim = GroupSimulation(quota: Self.quota, backlogs: [20_000, 20_000, 20_000])
@@ -308,7 +333,10 @@ struct GroupSimulation {
             #expect(with.p99 <= without.p99, "\(figures)")
         } else {
             #expect(with.p99 < without.p99, "\(figures)")
-            #expect(with.throttled * 10 < max(10, without.throttled), "\(figures)")
+            // The quiet instance's first send or two go before the others have heard of the burst,
+            // at its small share, into a hub they keep full (the remeasured cuts keep it fuller:
+            // 2 of 300 throttled at 200/s, where 0 were when the busy ones used 0.88 of it).
+            #expect(with.throttled * 3 < max(10, without.throttled), "\(figures)")
         }
         #expect(with.p99 <= .milliseconds(1300), "\(figures)")
         // The busy ones still fill the quota around it: making room costs them at most what
@@ -443,7 +471,13 @@ struct GroupSimulation {
         )
         #expect(
             book.group(demand: 5000, taken: 500, rate: 1000, now: .seconds(1))
-                == HubPacer.Group(share: 0.5, othersAccepted: 400, othersTaken: 410, othersRate: 1000)
+                == HubPacer.Group(
+                    share: 0.5,
+                    othersAccepted: 400,
+                    othersTaken: 410,
+                    othersRate: 1000,
+                    heardSince: .zero
+                )
         )
         #expect(
             book.group(demand: 5000, taken: 500, rate: 1000, now: .seconds(3)) == HubPacer.Group(known: false),

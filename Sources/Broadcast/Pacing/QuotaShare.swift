@@ -152,6 +152,7 @@ public struct QuotaShare: Sendable, Equatable {
             othersAccepted: others.reduce(0) { $0 + $1.accepted },
             othersTaken: others.reduce(0) { $0 + $1.taken },
             othersRate: busiest?.rate,
+            heardSince: peers.values.map(\.heardAt).min(),
             known: known
         )
     }
