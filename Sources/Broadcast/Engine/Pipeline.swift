@@ -228,7 +228,7 @@ where Preparer.Send == Delivery.Send, C.Duration == Duration {
             guard let quota else { return [] }
             var actions: [Engine.Action] = []
             for h in books.indices where h < engine.hubCount {
-                let report = report(engine, quota, hub: h, now: now, leaving: false)
+                let report = books[h].stamp(report(engine, quota, hub: h, now: now, leaving: false), now: now)
                 quota.exchange.publish(report)
                 let group = books[h].group(report, now: now)
                 metrics.hub(h).quotaPeers.set(books[h].others(now: now))

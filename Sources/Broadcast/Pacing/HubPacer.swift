@@ -125,8 +125,12 @@ public struct HubPacer: Sendable, Equatable {
         /// there if it is higher (the busiest reached it without a throttle), and so does one
         /// that learnt its rate before it heard the others.
         public var othersRate: Double?
-        /// When the oldest of the others' reports behind these figures was heard; nil alone.
-        public var heardSince: Duration?
+        /// The others' reports behind these figures were all written after this (by this
+        /// instance's clock: when each was heard, less the exchange's latency as this instance's
+        /// own reports measure it); nil alone, or while the latency is not known.
+        public var writtenSince: Duration?
+        /// When the newest of the others was first heard; nil alone.
+        public var newestSince: Duration?
         /// Who else sends to the hub is known: the exchange carried this instance's own report
         /// back. Until then one that heard nobody may still not be alone (the exchange's consumer
         /// takes seconds to join), and its verdicts are judged as a group member's.
@@ -137,11 +141,13 @@ public struct HubPacer: Sendable, Equatable {
             othersAccepted: Double = 0,
             othersTaken: Double = 0,
             othersRate: Double? = nil,
-            heardSince: Duration? = nil,
+            writtenSince: Duration? = nil,
+            newestSince: Duration? = nil,
             known: Bool = true
         ) {
             self.known = known
-            self.heardSince = heardSince
+            self.writtenSince = writtenSince
+            self.newestSince = newestSince
             self.share = share
             self.othersAccepted = othersAccepted
             self.othersTaken = othersTaken
@@ -246,22 +252,24 @@ public struct HubPacer: Sendable, Equatable {
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
-    /// A cut measured in a group, to be measured again from the others' first reports after it.
+    /// A cut measured in a group, to be measured again from the others' reports written after it.
     private var remeasure: Remeasure?
 
-    /// The others' part of a group's measure is their last reports': while the rates climb (a
-    /// cold start, a join) those are up to half a second behind this instance's own second, and
-    /// the sum, the level the rate recovers to, is low by a tenth (two instances from a cold start
-    /// in `SharedQuotaTests` held at 0.85× the quota for 6 s where one alone took 0.99×). Their
-    /// next reports cover the seconds up to the cut.
+    /// The others' part of a group's measure is their last reports, written up to half a second
+    /// before this instance's own second ends. While the rates climb (a cold start, a join) that
+    /// part is low, and the level the rate recovers to with it: the group then sends below the
+    /// quota, unthrottled, until its probing finds the rest. Reports written after the cut cover
+    /// the others' seconds up to it.
     private struct Remeasure: Sendable, Equatable {
         var at: Duration
-        var epoch: Int
-        var pacedRate: Double
+        /// What the hub took of the rate throttled: the remeasured level never exceeds it.
+        var cap: Double
         /// This instance's own part of the measure, and what the sporadic share made of the sum.
         var own: Double
         var sporadicFactor: Double
     }
+    /// A remeasure not made by then speaks of rates that have moved since: dropped.
+    private static let remeasureWithin: Duration = .seconds(3)
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -343,7 +351,7 @@ public struct HubPacer: Sendable, Equatable {
     public mutating func share(_ group: Group, now: Duration) {
         self.group = group
         self.group.share = min(1, max(0.01, group.share))
-        if let r = remeasure, let heard = group.heardSince, heard > r.at { measureAgain(r) }
+        if let pending = remeasure { measureAgain(pending, now: now) }
         guard let rate = group.othersRate, rate > 0 else { return }
         switch mode {
         case .unpaced where configuration.maxRate == nil:
@@ -533,26 +541,32 @@ public struct HubPacer: Sendable, Equatable {
         current.endRate = pacedRate
         let epochStart = current.startedAt ?? now
         let spell: Duration
-        let recentAccepted, acceptedRate: Double
+        // This instance's own part; the others' as they reported is added once, below.
+        let ownRecent, ownRate: Double
+        // Seconds of the others' rate that count with this instance's own count.
+        var othersSpan = 1.0
         if let busy = busySince, busy > epochStart {
             // Idle during the epoch (a rebalance, a quiet spell): only what followed measures.
             spell = now - busy
-            acceptedRate = accepted.perSecond(now: now, since: busy) + group.othersAccepted
-            recentAccepted =
-                accepted.total(now: now, since: busy) + group.othersAccepted * min(spell, .seconds(1)).inSeconds
+            ownRate = accepted.perSecond(now: now, since: busy)
+            ownRecent = accepted.total(now: now, since: busy)
+            othersSpan = min(spell, .seconds(1)).inSeconds
         } else {
             spell = now - epochStart
             // Accepted over the epoch's last second: a quota's measure if the sends went on
             // through it, too few to mean anything if they came in bursts (then only halve).
-            recentAccepted = (spell >= .seconds(1) ? accepted.total(now: now) : current.accepted) + group.othersAccepted
-            acceptedRate =
+            ownRecent = spell >= .seconds(1) ? accepted.total(now: now) : current.accepted
+            ownRate =
                 spell >= .seconds(1)
-                ? acceptedPerSecond(now: now)
-                : current.accepted / max(spell, .milliseconds(1)).inSeconds + group.othersAccepted
+                ? ownAcceptedPerSecond(now: now)
+                : current.accepted / max(spell, .milliseconds(1)).inSeconds
         }
+        let recentAccepted = ownRecent + group.othersAccepted * othersSpan
+        let acceptedRate = ownRate + group.othersAccepted
         // The hub took the sporadically throttled sends too (they count against a quota).
         let sporadicFactor = 1 / (1 - min(0.5, trustedSporadic(now: now)))
         let measured = acceptedRate * sporadicFactor
+        let throttledShare = current.recentShare
         let enough = recentAccepted >= c.reliableCount
         // In a group most of the measure is the others' second, reported: a short spell of this
         // instance's own does not make it a burst's.
@@ -562,21 +576,28 @@ public struct HubPacer: Sendable, Equatable {
         if longEnough, enough, group.othersTaken > 0 {
             remeasure = Remeasure(
                 at: now,
-                epoch: epoch,
-                pacedRate: pacedRate,
-                own: acceptedRate - group.othersAccepted,
+                cap: pacedRate * (1 - throttledShare),
+                own: ownRate,
                 sporadicFactor: sporadicFactor
             )
         }
     }
 
-    /// A group's cut measured again with the others' reports heard since it: the ceiling only
-    /// rises (never past the rate paced at when throttled), and only if nothing cut since.
-    private mutating func measureAgain(_ r: Remeasure) {
+    /// A group's cut measured again, once every other instance's figures come from reports
+    /// written after it. The level only rises. Also while the cut is judged: waiting for the
+    /// verdict (up to 400 answers) let most remeasures lapse, and groups from a cold start held
+    /// at 0.94× the quota (`SharedQuotaTests`). Not with an instance that joined since: its sends
+    /// took part of what this one gave up, and would count twice. A later cut starts a new
+    /// epoch, which drops it.
+    private mutating func measureAgain(_ pending: Remeasure, now: Duration) {
+        if now - pending.at > Self.remeasureWithin || group.newestSince.map({ $0 > pending.at }) == true {
+            remeasure = nil
+            return
+        }
+        guard let written = group.writtenSince, written > pending.at else { return }
         remeasure = nil
-        guard r.epoch == epoch, case .recovering(let ceiling, let since) = mode
-        else { return }
-        let measured = min(r.pacedRate, (r.own + group.othersAccepted) * r.sporadicFactor)
+        guard case .recovering(let ceiling, let since) = mode else { return }
+        let measured = min(pending.cap, (pending.own + group.othersAccepted) * pending.sporadicFactor)
         guard measured > ceiling else { return }
         lastCeiling = measured
         mode = .recovering(ceiling: measured, since: since)

@@ -17,6 +17,9 @@ public struct QuotaReport: Sendable, Equatable, Codable {
     public var rate: Double?
     /// Sent on a clean stop: its share is given back at once rather than when its reports age.
     public var leaving: Bool
+    /// Numbers the instance's own reports (`QuotaShare.stamp`), so that it knows which came back
+    /// and times the exchange by it. nil from an older version.
+    public var seq: Int?
 
     public init(
         instance: String,
@@ -26,7 +29,8 @@ public struct QuotaReport: Sendable, Equatable, Codable {
         demand: Double,
         rate: Double?,
         leaving: Bool = false,
-        urgent: Double? = nil
+        urgent: Double? = nil,
+        seq: Int? = nil
     ) {
         self.instance = instance
         self.hub = hub
@@ -36,6 +40,7 @@ public struct QuotaReport: Sendable, Equatable, Codable {
         self.rate = rate
         self.leaving = leaving
         self.urgent = urgent
+        self.seq = seq
     }
 }
 
@@ -72,6 +77,8 @@ public struct QuotaShare: Sendable, Equatable {
     private struct Peer: Sendable, Equatable {
         var report: QuotaReport
         var heardAt: Duration
+        /// First heard (again, after its reports went stale).
+        var since: Duration
     }
 
     /// Breaking news waiting is asked for as the rate that sends it within this (an exchange's
@@ -89,6 +96,12 @@ public struct QuotaShare: Sendable, Equatable {
     private var firstAskedAt: Duration?
     /// Since when this instance has asked for breaking news without a pause.
     private var urgentSince: Duration?
+    /// This instance's own reports not yet heard back, by number, and when each was stamped;
+    /// the time from a stamp to hearing it back is the exchange's latency (the others' reports
+    /// take about as long: one topic, one cluster).
+    private var nextSeq = 0
+    private var stampedAt: [Int: Duration] = [:]
+    private var latency: Duration?
 
     public init(instance: String, hub: String, configuration: Configuration = Configuration()) {
         self.instance = instance
@@ -101,18 +114,32 @@ public struct QuotaShare: Sendable, Equatable {
         peers.values.count { now - $0.heardAt < configuration.staleAfter }
     }
 
-    /// Takes a report; other hubs' are ignored, and its own only tells that the exchange works.
+    /// Numbers this instance's own report before it is published.
+    public mutating func stamp(_ report: QuotaReport, now: Duration) -> QuotaReport {
+        var report = report
+        report.seq = nextSeq
+        stampedAt[nextSeq] = now
+        // Reports that never come back (the exchange lost them) are forgotten.
+        stampedAt[nextSeq - 64] = nil
+        nextSeq += 1
+        return report
+    }
+
+    /// Takes a report; other hubs' are ignored, and its own tells that the exchange works and how
+    /// long it takes.
     public mutating func heard(_ report: QuotaReport, now: Duration) {
         heardAnyAt = now
         guard report.hub == hub else { return }
         guard report.instance != instance else {
             heardSelfAt = now
+            if let seq = report.seq, let at = stampedAt.removeValue(forKey: seq) { latency = now - at }
             return
         }
         if report.leaving {
             peers[report.instance] = nil
         } else {
-            peers[report.instance] = Peer(report: report, heardAt: now)
+            let since = peers[report.instance]?.since ?? now
+            peers[report.instance] = Peer(report: report, heardAt: now, since: since)
         }
     }
 
@@ -152,7 +179,8 @@ public struct QuotaShare: Sendable, Equatable {
             othersAccepted: others.reduce(0) { $0 + $1.accepted },
             othersTaken: others.reduce(0) { $0 + $1.taken },
             othersRate: busiest?.rate,
-            heardSince: peers.values.map(\.heardAt).min(),
+            writtenSince: latency.flatMap { latency in peers.values.map(\.heardAt).min().map { $0 - latency } },
+            newestSince: peers.values.map(\.since).max(),
             known: known
         )
     }
