@@ -287,7 +287,10 @@ struct GroupSimulation {
         group = book.group(second, now: .milliseconds(350))
         #expect(group.writtenSince == .milliseconds(150))
         // A newcomer: the oldest report now is its, and it is the newest peer.
-        book.heard(QuotaReport(instance: "c", hub: "hub", accepted: 0, taken: 0, demand: 100, rate: nil), now: .milliseconds(400))
+        book.heard(
+            QuotaReport(instance: "c", hub: "hub", accepted: 0, taken: 0, demand: 100, rate: nil),
+            now: .milliseconds(400)
+        )
         book.heard(peer, now: .milliseconds(450))
         group = book.group(second, now: .milliseconds(450))
         #expect(group.writtenSince == .milliseconds(250))
