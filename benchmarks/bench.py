@@ -21,7 +21,9 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
    --latency-seconds into the dev broker (--latency-broker tansu: Tansu), `hubcast run` sending to `hubcast emulator`; the exact
    figure from the emulator's delivery log (accepted at − the produce call, both to the microsecond),
    steady state only (after the first 5 s), beside p50/p99 per category from hubcast's own metrics
-   lines (endToEndMs, whole milliseconds: Kafka timestamps have no finer grain).
+   lines (endToEndMs, whole milliseconds: Kafka timestamps have no finer grain). Then Kafka alone: the
+   same schedule through a fresh broker of the same kind to a consumer that does nothing
+   (lib/kafka_floor.py), the part of the figure that is the broker's on this machine.
 7. Memory: hubcast's peak RSS at each of --memory-items.
 9. Priority and fairness, side by side with --baseline (a build from before, if given): a backlog of
    --priority-backlog bulk Sports items, `hubcast run` started on it, then one breaking World item a
@@ -746,7 +748,7 @@ def latency_run(binary, python, rate, seconds, connections, work, tansu=False):
     try:
         env = {**os.environ, "HUBCAST_CONNECTION_STRING": emulator.connection, **getattr(broker, "env", {})}
         hubcast = subprocess.Popen([binary, "run", "--brokers", broker.bootstrap, "--hub", HUB, "--concurrency", str(connections),
-                                    "--exit-when-idle", "3", "--metrics-interval", "1", "--dlq", f"file:{work}/latency-dlq.jsonl",
+                                    "--exit-when-idle", "10", "--metrics-interval", "1", "--dlq", f"file:{work}/latency-dlq.jsonl",
                                     "--log-level", "warning"], stdout=subprocess.PIPE, stderr=open(os.path.join(work, "latency.err"), "w"),
                                    env=env, text=True)
         lines, first_line = [], threading.Event()
@@ -762,11 +764,7 @@ def latency_run(binary, python, rate, seconds, connections, work, tansu=False):
         reader.start()
         if not first_line.wait(120):
             raise SystemExit("hubcast run printed no metrics line in 120 s")
-        plan = []
-        for n in range(int(rate * seconds)):
-            category, item_id = CATEGORIES[n % 6], f"lat-{n}"
-            plan.append([n / rate, "news." + category.lower(), item_id,
-                         {"id": item_id, "headline": f"Latency item {item_id} strikes off the coast", "category": category}])
+        plan = latency_plan(rate, seconds)
         produced = subprocess.run([python, os.path.join(ROOT, "benchmarks/lib/schedule_producer.py")],
                                   input=json.dumps({"brokers": broker.bootstrap, "items": plan}),
                                   capture_output=True, text=True, timeout=seconds + 120)
@@ -776,6 +774,8 @@ def latency_run(binary, python, rate, seconds, connections, work, tansu=False):
         hubcast.wait(timeout=120)
         reader.join(10)
         deliveries = emulator.deliveries()
+        with open(os.path.join(work, f"latency-{rate}.out"), "w") as out:
+            out.writelines(f"{t:.3f} {json.dumps(m)}\n" for t, m in lines)
     finally:
         if hubcast and hubcast.poll() is None:
             hubcast.kill()
@@ -815,6 +815,37 @@ def latency_run(binary, python, rate, seconds, connections, work, tansu=False):
             "emulatorP50Ms": round(percentile(exact, 0.5), 2) if exact else None, "emulatorP99Ms": round(percentile(exact, 0.99), 2) if exact else None,
             "emulatorMaxMs": round(max(exact), 2) if exact else None,
             "emulatorItems": len(exact), "sendLatencyMs": final.get("latencyMs")}
+
+
+def latency_plan(rate, seconds):
+    """The latency runs' schedule for lib/schedule_producer.py: items spread evenly over the categories."""
+    plan = []
+    for n in range(int(rate * seconds)):
+        category, item_id = CATEGORIES[n % 6], f"lat-{n}"
+        plan.append([n / rate, "news." + category.lower(), item_id,
+                     {"id": item_id, "headline": f"Latency item {item_id} strikes off the coast", "category": category}])
+    return plan
+
+
+def kafka_floor_run(binary, python, rate, seconds, work, tansu=False):
+    """Kafka alone: the latency run's schedule through a fresh broker of the same kind to a consumer that
+    does nothing (lib/kafka_floor.py): the part of the end-to-end figure that is the broker's, on this machine."""
+    broker = Tansu(work) if tansu else Broker(binary, work)
+    try:
+        done = subprocess.run([python, os.path.join(ROOT, "benchmarks/lib/kafka_floor.py")],
+                              input=json.dumps({"brokers": broker.bootstrap, "topics": ["news." + c.lower() for c in CATEGORIES],
+                                                "items": latency_plan(rate, seconds)}),
+                              capture_output=True, text=True, timeout=seconds + 180)
+    finally:
+        broker.stop()
+    if done.returncode != 0:
+        raise SystemExit("the Kafka-alone run failed: " + done.stderr[-500:])
+    floor = json.loads(done.stdout)
+    steady_from = floor["startMs"] / 1000 + WARM_UP_SECONDS
+    after = [ms for k, ms in floor["arrivedAfterMs"].items() if floor["producedAt"][k] >= steady_from]
+    return {"produced": floor["produced"], "received": floor["received"], "items": len(after),
+            "p50Ms": round(percentile(after, 0.5), 2) if after else None, "p99Ms": round(percentile(after, 0.99), 2) if after else None,
+            "maxMs": round(max(after), 2) if after else None}
 
 
 def latency_runs(result):
@@ -904,13 +935,16 @@ def goals(result):
     for lat in latency_runs(result):
         # The emulator's exact figure (0.01 ms), where hubcast's own histograms step by whole ms.
         p50, p99 = lat["emulatorP50Ms"], lat["emulatorP99Ms"]
+        # Beside it, the same schedule through Kafka alone: a goal below that is the broker's to miss.
+        k = lat.get("kafkaAlone")
         if lat["rate"] >= GOAL_E2E_HIGH_RATE:
             ok = None if p99 is None else p99 <= GOAL_E2E_HIGH_P99_MS
-            out.append((f"end-to-end at {lat['rate']:,.0f}/s p99 ≤ {GOAL_E2E_HIGH_P99_MS:g} ms", f"{p99} ms", verdict(ok)))
+            out.append((f"end-to-end at {lat['rate']:,.0f}/s p99 ≤ {GOAL_E2E_HIGH_P99_MS:g} ms",
+                        f"{p99} ms" + (f" (Kafka alone {k['p99Ms']} ms)" if k else ""), verdict(ok)))
         else:
             ok = None if p50 is None else p50 <= GOAL_E2E_P50_MS and p99 <= GOAL_E2E_P99_MS
             out.append((f"end-to-end at {lat['rate']:g}/s p50 ≤ {GOAL_E2E_P50_MS:g} ms, p99 ≤ {GOAL_E2E_P99_MS:g} ms",
-                        f"{p50} ms, {p99} ms", verdict(ok)))
+                        f"{p50} ms, {p99} ms" + (f" (Kafka alone {k['p50Ms']}, {k['p99Ms']} ms)" if k else ""), verdict(ok)))
     group = result.get("group", [])
     alone = next((r for r in group if r["instances"] == 1 and not r["event"]), None)
     for r in group:
@@ -1044,6 +1078,10 @@ def print_tables(result):
         print("  per category: " + ", ".join(f"{k} {v['p50']}/{v['p99']}" for k, v in lat["perCategory"].items()))
         print(f"  emulator's log (accepted − produced, {lat['emulatorItems']} items): p50 {lat['emulatorP50Ms']} ms, p99 {lat['emulatorP99Ms']} ms"
               + (f", max {lat['emulatorMaxMs']} ms" if lat.get("emulatorMaxMs") is not None else ""))
+        if lat.get("kafkaAlone"):
+            k = lat["kafkaAlone"]
+            print(f"  Kafka alone (the same schedule and broker, a consumer that does nothing; {k['received']:,} of {k['produced']:,} received):"
+                  f" p50 {k['p50Ms']} ms, p99 {k['p99Ms']} ms, max {k['maxMs']} ms")
     if result.get("memory"):
         print("\nMemory (hubcast peak RSS): " + ", ".join(f"{m['items']:,} → {m['peakRssMiB']} MiB" for m in result["memory"]))
     if result.get("group"):
@@ -1188,7 +1226,10 @@ def main():
             tansu = Tansu.chosen(args.latency_broker)
             for rate in [float(x) for x in args.latency_rates.split(",") if x]:
                 print(f"latency: {rate:g} items/s for {args.latency_seconds:g} s", file=sys.stderr)
-                result["latency"].append(latency_run(binary, python, rate, args.latency_seconds, args.connections, work, tansu))
+                run = latency_run(binary, python, rate, args.latency_seconds, args.connections, work, tansu)
+                print(f"latency: Kafka alone, {rate:g} items/s", file=sys.stderr)
+                run["kafkaAlone"] = kafka_floor_run(binary, python, rate, args.latency_seconds, work, tansu)
+                result["latency"].append(run)
         if "memory" in sections:
             result["memory"] = []
             for n in [int(x) for x in args.memory_items.split(",") if x]:

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Kafka alone: the end-to-end floor of the latency runs of benchmarks/bench.py.
+
+The same schedule as a latency run, through the same broker, to a consumer that does nothing but
+note when each item arrived: what hubcast's end-to-end figure cannot go below on this broker and
+machine (the broker's own path, its fetch deadline, its CPU). The consumer fetches as hubcast does
+(`fetch.wait.max.ms` 3, auto-commit off) and joins a group of its own before the schedule starts.
+
+Reads one JSON object on stdin: {"brokers": "HOST:PORT", "topics": [...], "items": [[seconds, topic,
+key, value], …]} (the schedule for lib/schedule_producer.py, which it runs). Prints one JSON object:
+{"produced": N, "received": N, "startMs": …, "arrivedAfterMs": {key: ms after its produce call, …}}.
+"""
+import json, os, subprocess, sys, tempfile, time
+
+from confluent_kafka import Consumer
+
+FETCH_WAIT_MS = 3  # hubcast's default (Sources/Kafka/KafkaConfiguration.swift)
+DRAIN_SECONDS = 5  # how long it keeps reading after the producer is done
+
+
+def main():
+    plan = json.load(sys.stdin)
+    consumer = Consumer({"bootstrap.servers": plan["brokers"], "group.id": "kafka-floor", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "fetch.wait.max.ms": FETCH_WAIT_MS})
+    consumer.subscribe(plan["topics"])
+    deadline = time.time() + 60
+    while not consumer.assignment():
+        if time.time() > deadline:
+            print("the floor's consumer was assigned no partition in 60 s", file=sys.stderr)
+            return 1
+        consumer.poll(0.1)
+    arrived = {}
+    with tempfile.TemporaryFile("w+") as out:
+        # The producer's answer (every item's produce time) is large: to a file, not a pipe it would fill.
+        producer = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(__file__), "schedule_producer.py")],
+                                    stdin=subprocess.PIPE, stdout=out, text=True)
+        producer.stdin.write(json.dumps({"brokers": plan["brokers"], "items": plan["items"]}))
+        producer.stdin.close()
+        stop_at = None
+        while stop_at is None or time.time() < stop_at:
+            message = consumer.poll(0.05)
+            if message is not None and not message.error() and message.key():
+                arrived[message.key().decode()] = time.time()
+            if stop_at is None and producer.poll() is not None:
+                stop_at = time.time() + DRAIN_SECONDS
+        consumer.close()
+        if producer.returncode != 0:
+            print("the floor's producer failed", file=sys.stderr)
+            return 1
+        out.seek(0)
+        produced = json.load(out)
+    after = {k: round((arrived[k] - at) * 1000, 3) for k, at in produced["producedAt"].items() if k in arrived}
+    print(json.dumps({"produced": produced["produced"], "received": len(after), "startMs": produced["startMs"],
+                      "producedAt": produced["producedAt"], "arrivedAfterMs": after}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
