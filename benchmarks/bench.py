@@ -604,6 +604,10 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
             at = time.time()
             if event == "stop":
                 procs[0].send_signal(signal.SIGTERM)
+                # Until it exits, the stopped instance's own last sends count at the sink too.
+                stopped_exit = {}
+                waiter = threading.Thread(target=lambda: (procs[0].wait(), stopped_exit.setdefault("at", time.time())), daemon=True)
+                waiter.start()
             else:
                 start(instances)
         deadline = t0 + max(120.0, 8 * items / quota)
@@ -637,6 +641,17 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
                     reached = round(lo + 1 - at, 2)
                     break
             row["secondsToQuotaAfterStop"] = reached
+            # The same for the others alone: windows that start once the stopped instance has exited
+            # (a rebalance may leave them idle after its drain carried the first second).
+            exited = stopped_exit.get("at")
+            row["stoppedExitedAfter"] = round(exited - at, 2) if exited else None
+            reached = None
+            for k in range(0, 60):
+                lo = at + k * 0.25
+                if exited and lo >= exited and sum(1 for t in accepted if lo <= t < lo + 1) >= 0.9 * quota:
+                    reached = round(lo + 1 - at, 2)
+                    break
+            row["secondsToQuotaByOthers"] = reached
         else:
             around = [(t, st) for t, st in log if at - 5 <= t < at + 5]
             row["throttledPctAroundJoin"] = round(100 * sum(1 for _, st in around if st == 429) / max(1, len(around)), 2)
@@ -955,7 +970,8 @@ def goals(result):
                         f"{r['goodputToQuota']:.2f}× ({r['settledToQuota']:.2f}×), {r['throttledPct']:.1f}%"
                         + (f" vs {alone['goodputToQuota']:.2f}×" if alone else ""), verdict(ok)))
         elif r["event"] == "stop":
-            s = r.get("secondsToQuotaAfterStop")
+            # The others alone (results from before this figure existed: every instance's sends).
+            s = r["secondsToQuotaByOthers"] if "secondsToQuotaByOthers" in r else r.get("secondsToQuotaAfterStop")
             sent = r["accepted"] - (r.get("sentTwice") or 0)  # items, each once
             out.append((f"one of {r['instances']} stopped: the others at 0.9× the quota within {GOAL_GROUP_LEAVE_SECONDS:g} s",
                         ("never" if s is None else f"{s:.2f} s")
@@ -1094,7 +1110,8 @@ def print_tables(result):
             label = f"{r['instances']}" + {"stop": ", one stopped", "join": " + one joining"}.get(r["event"], "")
             extra = ""
             if r["event"] == "stop":
-                extra = f"; 0.9× quota {r.get('secondsToQuotaAfterStop')} s after the stop"
+                extra = (f"; 0.9× quota {r.get('secondsToQuotaAfterStop')} s after the stop, by the others alone"
+                         f" {r.get('secondsToQuotaByOthers', '–')} s (the stopped one exited after {r.get('stoppedExitedAfter', '–')} s)")
             elif r["event"] == "join":
                 extra = f"; {r.get('throttledPctAroundJoin')}% throttled ±5 s around the join"
             print(f"{label:<22}{r['goodputToQuota']:>9.2f}{r['settledToQuota']:>10.2f}{r['throttledPct']:>10.1f}%{r['sentTwice']:>12,}  "

@@ -117,7 +117,8 @@ public struct HubPacer: Sendable, Equatable {
     public struct Group: Sendable, Equatable {
         /// This instance's share of the hub's rate, in (0, 1]: 1 alone.
         public var share = 1.0
-        /// Sends per second the others had accepted and started, lately.
+        /// Sends per second the others had accepted and started, lately (one that left in the
+        /// last second counted for the part of it that it was still sending).
         public var othersAccepted = 0.0
         public var othersTaken = 0.0
         /// The hub's rate the busiest of the others paces at (nil: none paces). An instance that
