@@ -789,7 +789,7 @@ def latency_run(binary, python, rate, seconds, connections, work, tansu=False):
         hubcast.wait(timeout=120)
         reader.join(10)
         deliveries = emulator.deliveries()
-        with open(os.path.join(work, f"latency-{rate}.out"), "w") as out:
+        with open(os.path.join(work, f"latency-{rate:g}.out"), "w") as out:
             out.writelines(f"{t:.3f} {json.dumps(m)}\n" for t, m in lines)
     finally:
         if hubcast and hubcast.poll() is None:
@@ -850,7 +850,7 @@ def kafka_floor_run(binary, python, rate, seconds, work, tansu=False):
         done = subprocess.run([python, os.path.join(ROOT, "benchmarks/lib/kafka_floor.py")],
                               input=json.dumps({"brokers": broker.bootstrap, "topics": ["news." + c.lower() for c in CATEGORIES],
                                                 "items": latency_plan(rate, seconds)}),
-                              capture_output=True, text=True, timeout=seconds + 180)
+                              capture_output=True, text=True, timeout=seconds + 240)
     finally:
         broker.stop()
     if done.returncode != 0:
@@ -1096,7 +1096,7 @@ def print_tables(result):
               + (f", max {lat['emulatorMaxMs']} ms" if lat.get("emulatorMaxMs") is not None else ""))
         if lat.get("kafkaAlone"):
             k = lat["kafkaAlone"]
-            print(f"  Kafka alone (the same schedule and broker, a consumer that does nothing; {k['received']:,} of {k['produced']:,} received):"
+            print(f"  Kafka alone (the same schedule, a fresh broker of the same kind, a consumer that does nothing; {k['received']:,} of {k['produced']:,} received):"
                   f" p50 {k['p50Ms']} ms, p99 {k['p99Ms']} ms, max {k['maxMs']} ms")
     if result.get("memory"):
         print("\nMemory (hubcast peak RSS): " + ", ".join(f"{m['items']:,} → {m['peakRssMiB']} MiB" for m in result["memory"]))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kafka alone: the end-to-end floor of the latency runs of benchmarks/bench.py.
 
-The same schedule as a latency run, through the same broker, to a consumer that does nothing but
+The same schedule as a latency run, through a fresh broker of the same kind, to a consumer that does nothing but
 note when each item arrived: what hubcast's end-to-end figure cannot go below on this broker and
 machine (the broker's own path, its fetch deadline, its CPU). The consumer fetches as hubcast does
 (`fetch.wait.max.ms` 3, auto-commit off) and joins a group of its own before the schedule starts.
@@ -15,7 +15,8 @@ import json, os, subprocess, sys, tempfile, time
 from confluent_kafka import Consumer
 
 FETCH_WAIT_MS = 3  # hubcast's default (Sources/Kafka/KafkaConfiguration.swift)
-DRAIN_SECONDS = 5  # how long it keeps reading after the producer is done
+QUIET_SECONDS = 10  # once the producer is done: it stops after this long with nothing new...
+DRAIN_AT_MOST = 120  # ...or after this long in all (a broker far behind), so late items still count
 
 
 def main():
@@ -36,13 +37,16 @@ def main():
                                     stdin=subprocess.PIPE, stdout=out, text=True)
         producer.stdin.write(json.dumps({"brokers": plan["brokers"], "items": plan["items"]}))
         producer.stdin.close()
-        stop_at = None
-        while stop_at is None or time.time() < stop_at:
+        done_at = last_at = None
+        total = len(plan["items"])
+        while done_at is None or (len(arrived) < total and time.time() - last_at < QUIET_SECONDS
+                                  and time.time() - done_at < DRAIN_AT_MOST):
             message = consumer.poll(0.05)
             if message is not None and not message.error() and message.key():
-                arrived[message.key().decode()] = time.time()
-            if stop_at is None and producer.poll() is not None:
-                stop_at = time.time() + DRAIN_SECONDS
+                arrived[message.key().decode()] = last_at = time.time()
+            if done_at is None and producer.poll() is not None:
+                done_at = time.time()
+                last_at = last_at or done_at
         consumer.close()
         if producer.returncode != 0:
             print("the floor's producer failed", file=sys.stderr)

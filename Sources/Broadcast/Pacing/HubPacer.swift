@@ -117,8 +117,7 @@ public struct HubPacer: Sendable, Equatable {
     public struct Group: Sendable, Equatable {
         /// This instance's share of the hub's rate, in (0, 1]: 1 alone.
         public var share = 1.0
-        /// Sends per second the others had accepted and started, lately (one that left in the
-        /// last second counted for the part of it that it was still sending).
+        /// Sends per second the others had accepted and started, lately.
         public var othersAccepted = 0.0
         public var othersTaken = 0.0
         /// The hub's rate the busiest of the others paces at (nil: none paces). An instance that
@@ -132,6 +131,10 @@ public struct HubPacer: Sendable, Equatable {
         public var writtenSince: Duration?
         /// When the newest of the others was first heard; nil alone.
         public var newestSince: Duration?
+        /// Sends per second of instances that left within the last second, for the part of it
+        /// they were still sending: counted in what the hub took at a cut, and nowhere else
+        /// (they hold no share and are not judged beside).
+        public var departedAccepted: Double
         /// Who else sends to the hub is known: the exchange carried this instance's own report
         /// back. Until then one that heard nobody may still not be alone (the exchange's consumer
         /// takes seconds to join), and its verdicts are judged as a group member's.
@@ -144,9 +147,11 @@ public struct HubPacer: Sendable, Equatable {
             othersRate: Double? = nil,
             writtenSince: Duration? = nil,
             newestSince: Duration? = nil,
+            departedAccepted: Double = 0,
             known: Bool = true
         ) {
             self.known = known
+            self.departedAccepted = departedAccepted
             self.writtenSince = writtenSince
             self.newestSince = newestSince
             self.share = share
@@ -411,6 +416,7 @@ public struct HubPacer: Sendable, Equatable {
                 pacedRate: hubRate(now: now) ?? current.sendRate(now: now),
                 spell: now - spellStart,
                 lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersAccepted
+                    + group.departedAccepted
             )
             openJudgement()
             pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
@@ -562,8 +568,8 @@ public struct HubPacer: Sendable, Equatable {
                 ? ownAcceptedPerSecond(now: now)
                 : current.accepted / max(spell, .milliseconds(1)).inSeconds
         }
-        let recentAccepted = ownRecent + group.othersAccepted * othersSpan
-        let acceptedRate = ownRate + group.othersAccepted
+        let recentAccepted = ownRecent + (group.othersAccepted + group.departedAccepted) * othersSpan
+        let acceptedRate = ownRate + group.othersAccepted + group.departedAccepted
         // The hub took the sporadically throttled sends too (they count against a quota).
         let sporadicFactor = 1 / (1 - min(0.5, trustedSporadic(now: now)))
         let measured = acceptedRate * sporadicFactor
@@ -626,7 +632,8 @@ public struct HubPacer: Sendable, Equatable {
         if reliable, let measured {
             let ceiling = max(c.minRate, min(pacedRate, measured))
             lastCeiling = ceiling
-            learntAlone = group.othersTaken == 0
+            // Just after another instance left, most of the second measured was shared.
+            learntAlone = group.othersTaken == 0 && group.departedAccepted == 0
             // Measured while doubling, or in a group (where the others' part of the measure lags
             // by a report, and joins, leaves and shares move it): likely low, so probe soon.
             var doubling = false

@@ -82,10 +82,10 @@ public struct QuotaShare: Sendable, Equatable {
     }
 
     /// An instance that said it was leaving: its sends of the last second still count in what
-    /// the hub took, fading over `departedFor`. Its share is given back at once all the same.
+    /// the hub took (`HubPacer.Group.departedAccepted`), fading over `departedFor`. Its share is
+    /// given back at once all the same.
     private struct Departed: Sendable, Equatable {
         var accepted: Double
-        var taken: Double
         var at: Duration
 
         /// How much of its last second is still within the last second.
@@ -95,7 +95,7 @@ public struct QuotaShare: Sendable, Equatable {
     /// How long a leaving instance's sends count in what every instance had accepted: a second,
     /// the span a pacer's cut measures. A cut made just after a leave measured only those left
     /// (the one that left had taken half the hub until then), learnt too little, and climbed back
-    /// over half a minute (`SharedQuotaTests`: 0.82x of the quota for 7 s; Tansu: 0.90-0.93x for 25 s).
+    /// over half a minute (`SharedQuotaTests`: 0.82x of the quota for 7 s; Tansu: 0.91-0.92x for 15 s).
     static let departedFor: Duration = .seconds(1)
 
     /// Breaking news waiting is asked for as the rate that sends it within this (an exchange's
@@ -155,8 +155,12 @@ public struct QuotaShare: Sendable, Equatable {
         }
         if report.leaving {
             peers[report.instance] = nil
-            departed[report.instance] = Departed(accepted: report.accepted, taken: report.taken, at: now)
+            // Written an exchange's latency ago; a repeated last report does not start it again.
+            if departed[report.instance] == nil {
+                departed[report.instance] = Departed(accepted: report.accepted, at: now - (latency ?? .zero))
+            }
         } else {
+            departed[report.instance] = nil
             let since = peers[report.instance]?.since ?? now
             peers[report.instance] = Peer(report: report, heardAt: now, since: since)
         }
@@ -174,15 +178,13 @@ public struct QuotaShare: Sendable, Equatable {
     ) -> HubPacer.Group {
         peers = peers.filter { now - $0.value.heardAt < configuration.staleAfter }
         departed = departed.filter { $0.value.weight(now: now) > 0 }
-        let gone = departed.values.reduce((accepted: 0.0, taken: 0.0)) {
-            ($0.accepted + $1.accepted * $1.weight(now: now), $0.taken + $1.taken * $1.weight(now: now))
-        }
+        let gone = departed.values.reduce(0) { $0 + $1.accepted * $1.weight(now: now) }
         // Before the return for an instance alone: an ask that ends then must not leave its start.
         urgentSince = urgent > 0 ? urgentSince ?? now : nil
         let others = Array(peers.values.map(\.report))
         let known = isKnown(now: now)
         guard !others.isEmpty else {
-            return HubPacer.Group(othersAccepted: gone.accepted, othersTaken: gone.taken, known: known)
+            return HubPacer.Group(departedAccepted: gone, known: known)
         }
         // Unpaced (or paused, when no split means anything): split what they all start.
         let rate = rate.flatMap { $0 > 0 ? $0 : nil } ?? (taken + others.reduce(0) { $0 + $1.taken })
@@ -201,11 +203,12 @@ public struct QuotaShare: Sendable, Equatable {
             .max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
         return HubPacer.Group(
             share: share,
-            othersAccepted: others.reduce(gone.accepted) { $0 + $1.accepted },
-            othersTaken: others.reduce(gone.taken) { $0 + $1.taken },
+            othersAccepted: others.reduce(0) { $0 + $1.accepted },
+            othersTaken: others.reduce(0) { $0 + $1.taken },
             othersRate: busiest?.rate,
             writtenSince: latency.flatMap { latency in peers.values.map(\.heardAt).min().map { $0 - latency } },
             newestSince: peers.values.map(\.since).max(),
+            departedAccepted: gone,
             known: known
         )
     }
