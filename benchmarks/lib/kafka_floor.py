@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Kafka alone: the end-to-end floor of the latency runs of benchmarks/bench.py.
 
-The same schedule as a latency run, through a fresh broker of the same kind, to a consumer that does nothing but
-note when each item arrived: what hubcast's end-to-end figure cannot go below on this broker and
-machine (the broker's own path, its fetch deadline, its CPU). The consumer fetches as hubcast does
-(`fetch.wait.max.ms` 3, auto-commit off) and joins a group of its own before the schedule starts.
+The same schedule as a latency run, through a fresh broker of the same kind, to a consumer that
+does nothing but note when each item arrived: what hubcast's end-to-end figure cannot go below on
+such a broker and this machine (the broker's own path, its fetch deadline, its CPU). The consumer
+fetches as hubcast does (`fetch.wait.max.ms` 3, auto-commit off), joins a group of its own before
+the schedule starts, and reads until every item came (or nothing came for QUIET_SECONDS).
 
 Reads one JSON object on stdin: {"brokers": "HOST:PORT", "topics": [...], "items": [[seconds, topic,
 key, value], …]} (the schedule for lib/schedule_producer.py, which it runs). Prints one JSON object:
-{"produced": N, "received": N, "startMs": …, "arrivedAfterMs": {key: ms after its produce call, …}}.
+{"produced": N, "received": N, "startMs": …, "producedAt": {key: epoch seconds, …},
+"arrivedAfterMs": {key: ms after its produce call, …}}.
 """
 import json, os, subprocess, sys, tempfile, time
 
