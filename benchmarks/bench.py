@@ -633,25 +633,20 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
            "exits": [p.returncode for p in procs], "perSecond": per_second(log)}
     if at is not None:
         if event == "stop":
-            # The first whole second after the stop in which the others got 0.9× the quota.
-            reached = None
-            for k in range(0, 30):
-                lo = at + k * 0.25
-                if sum(1 for t in accepted if lo <= t < lo + 1) >= 0.9 * quota:
-                    reached = round(lo + 1 - at, 2)
-                    break
-            row["secondsToQuotaAfterStop"] = reached
+            def at_quota(earliest, steps):
+                """Seconds from the stop to the end of the first whole second (in quarter-second steps,
+                `steps` of them, starting at or after `earliest`) in which the sink accepted 0.9× the quota."""
+                for k in range(steps):
+                    lo = at + k * 0.25
+                    if lo >= earliest and sum(1 for t in accepted if lo <= t < lo + 1) >= 0.9 * quota:
+                        return round(lo + 1 - at, 2)
+                return None
+            row["secondsToQuotaAfterStop"] = at_quota(at, 30)
             # The same for the others alone: windows that start once the stopped instance has exited
             # (a rebalance may leave them idle after its drain carried the first second).
             exited = stopped_exit.get("at")
             row["stoppedExitedAfter"] = round(exited - at, 2) if exited else None
-            reached = None
-            for k in range(0, 60):
-                lo = at + k * 0.25
-                if exited and lo >= exited and sum(1 for t in accepted if lo <= t < lo + 1) >= 0.9 * quota:
-                    reached = round(lo + 1 - at, 2)
-                    break
-            row["secondsToQuotaByOthers"] = reached
+            row["secondsToQuotaByOthers"] = at_quota(exited, 60) if exited else None
         else:
             around = [(t, st) for t, st in log if at - 5 <= t < at + 5]
             row["throttledPctAroundJoin"] = round(100 * sum(1 for _, st in around if st == 429) / max(1, len(around)), 2)

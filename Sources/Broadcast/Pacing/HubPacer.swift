@@ -135,6 +135,9 @@ public struct HubPacer: Sendable, Equatable {
         /// they were still sending: counted in what the hub took at a cut, and nowhere else
         /// (they hold no share and are not judged beside).
         public var departedAccepted: Double
+        /// What the hub took from the others over its last second, as a cut measures it: those
+        /// still sending and those that left within it.
+        var othersLastSecond: Double { othersAccepted + departedAccepted }
         /// Who else sends to the hub is known: the exchange carried this instance's own report
         /// back. Until then one that heard nobody may still not be alone (the exchange's consumer
         /// takes seconds to join), and its verdicts are judged as a group member's.
@@ -415,8 +418,7 @@ public struct HubPacer: Sendable, Equatable {
             decrease = Decrease(
                 pacedRate: hubRate(now: now) ?? current.sendRate(now: now),
                 spell: now - spellStart,
-                lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersAccepted
-                    + group.departedAccepted
+                lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersLastSecond
             )
             openJudgement()
             pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
@@ -568,8 +570,8 @@ public struct HubPacer: Sendable, Equatable {
                 ? ownAcceptedPerSecond(now: now)
                 : current.accepted / max(spell, .milliseconds(1)).inSeconds
         }
-        let recentAccepted = ownRecent + (group.othersAccepted + group.departedAccepted) * othersSpan
-        let acceptedRate = ownRate + group.othersAccepted + group.departedAccepted
+        let recentAccepted = ownRecent + group.othersLastSecond * othersSpan
+        let acceptedRate = ownRate + group.othersLastSecond
         // The hub took the sporadically throttled sends too (they count against a quota).
         let sporadicFactor = 1 / (1 - min(0.5, trustedSporadic(now: now)))
         let measured = acceptedRate * sporadicFactor
