@@ -1,3 +1,4 @@
+import DequeModule
 import Synchronization
 import TestSupport
 import Testing
@@ -87,11 +88,84 @@ import Testing
         #expect((1...5).map { keys.contains($0) != nil } == [false, false, true, true, true])
     }
 
+    /// Random inserts, read-backs (older times after newer ones), expiries and evictions, past
+    /// the ring's growth and around it many times, against the plain model it replaced: a
+    /// dictionary and a queue.
+    @Test(arguments: [1, 7, 1000, 1024, 3000]) func behavesAsADictionaryAndAQueue(capacity: Int) {
+        var random = SeededGenerator(seed: UInt64(capacity))
+        var keys = RecentKeys(window: 50, capacity: capacity)
+        var model = ModelRecentKeys(window: 50, capacity: capacity)
+        var now = 1_000.0
+        for step in 0..<40_000 {
+            now += Double.random(in: 0..<0.02, using: &random)
+            // Keys from a small range repeat (duplicates); a few are huge or negative.
+            let key =
+                step % 97 == 0
+                ? Int.random(in: Int.min...Int.max, using: &random) : Int.random(in: 0..<(capacity * 3), using: &random)
+            if step % 13 == 0 {
+                let at = now - Double.random(in: 0..<80, using: &random)
+                keys.insert(key, at: at, origin: .ledger)
+                model.insert(key, at: at, origin: .ledger)
+            } else {
+                keys.insert(key, at: now)
+                model.insert(key, at: now)
+            }
+            if step % 5_000 == 4_999 {
+                keys.forget(before: now - 20)
+                model.forget(before: now - 20)
+            }
+            let probe = Int.random(in: 0..<(capacity * 3), using: &random)
+            #expect(keys.contains(probe) == model.contains(probe), "step \(step), key \(probe)")
+            #expect(keys.count == model.count, "step \(step)")
+            if keys.count != model.count { return }
+        }
+        for probe in 0..<(capacity * 3) where keys.contains(probe) != model.contains(probe) {
+            Issue.record(
+                "key \(probe): \(String(describing: keys.contains(probe))) against \(String(describing: model.contains(probe)))"
+            )
+        }
+    }
+
     @Test func aKeyKeepsItsFirstOrigin() {
         var keys = RecentKeys(window: 100, capacity: 10)
         keys.insert(7, at: 1, origin: .ledger)
         keys.insert(7, at: 2)
         #expect(keys.contains(7) == .ledger)
         #expect(keys.count == 1)
+    }
+}
+
+/// The dictionary and the queue `RecentKeys` was, as its behaviour's reference.
+private struct ModelRecentKeys {
+    let window: Double
+    let capacity: Int
+    var order: Deque<(key: Int, at: Int32)> = []
+    var members: [Int: RecentKeys.Origin] = [:]
+    var epoch: Double?
+
+    init(window: Double, capacity: Int) {
+        self.window = window
+        self.capacity = capacity
+    }
+
+    var count: Int { members.count }
+    func contains(_ key: Int) -> RecentKeys.Origin? { members[key] }
+
+    mutating func insert(_ key: Int, at: Double, origin: RecentKeys.Origin = .thisProcess) {
+        let epoch = self.epoch ?? at
+        self.epoch = epoch
+        forget(before: at - window)
+        guard members[key] == nil else { return }
+        if members.count >= capacity, let oldest = order.popFirst() { members[oldest.key] = nil }
+        members[key] = origin
+        order.append((key, Int32(clamping: Int64((at - epoch).rounded(.down)))))
+    }
+
+    mutating func forget(before cutoff: Double) {
+        guard let epoch else { return }
+        while let first = order.first, epoch + Double(first.at) < cutoff {
+            order.removeFirst()
+            members[first.key] = nil
+        }
     }
 }
