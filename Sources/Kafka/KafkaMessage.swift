@@ -1,11 +1,12 @@
-/// A message read from Kafka, copied out of librdkafka's buffer.
+/// A message read from Kafka, copied out of librdkafka's buffer. Its headers are not read: nothing
+/// hubcast consumes carries any it uses, and librdkafka parses them into a list of its own on
+/// request (about six allocations a message, and as many of ours to copy them).
 public struct KafkaMessage: Sendable {
     public var topic: String
     public var partition: Int32
     public var offset: Int64
     public var key: [UInt8]?
     public var value: [UInt8]
-    public var headers: [KafkaHeader]
     /// Milliseconds since the epoch, as set by the producer or the broker; nil when absent.
     public var timestampMs: Int64?
 
@@ -15,7 +16,6 @@ public struct KafkaMessage: Sendable {
         offset: Int64,
         key: [UInt8]? = nil,
         value: [UInt8],
-        headers: [KafkaHeader] = [],
         timestampMs: Int64? = nil
     ) {
         self.topic = topic
@@ -23,14 +23,13 @@ public struct KafkaMessage: Sendable {
         self.offset = offset
         self.key = key
         self.value = value
-        self.headers = headers
         self.timestampMs = timestampMs
     }
 
     public var topicPartition: TopicPartition { TopicPartition(topic: topic, partition: partition) }
 }
 
-/// A Kafka record header.
+/// A Kafka record header, as produced.
 public struct KafkaHeader: Sendable, Hashable {
     public var name: String
     public var value: [UInt8]?

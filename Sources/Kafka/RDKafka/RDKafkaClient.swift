@@ -244,7 +244,6 @@ final class RDKafkaClient: @unchecked Sendable {
                 offset: m.offset,
                 key: key,
                 value: value,
-                headers: headers(of: message),
                 timestampMs: type == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp
             )
         )
@@ -522,22 +521,6 @@ final class RDKafkaClient: @unchecked Sendable {
         let name = String(cString: rd_kafka_topic_name(rkt))
         topicNames[rkt] = name
         return name
-    }
-
-    private func headers(of message: UnsafeMutablePointer<rd_kafka_message_t>) -> [KafkaHeader] {
-        var hdrs: OpaquePointer?
-        guard rd_kafka_message_headers(message, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR, let hdrs else { return [] }
-        var result: [KafkaHeader] = []
-        var index = 0
-        var name: UnsafePointer<CChar>?
-        var value: UnsafeRawPointer?
-        var size = 0
-        while rd_kafka_header_get_all(hdrs, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
-            let bytes = value.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: size)) }
-            result.append(KafkaHeader(name: name.map { String(cString: $0) } ?? "", value: bytes))
-            index += 1
-        }
-        return result
     }
 
     private func makeList(_ entries: [TopicPartitionOffset]) -> UnsafeMutablePointer<rd_kafka_topic_partition_list_t> {

@@ -19,6 +19,8 @@ public final class NotificationHubClient: Sendable {
     // Built once: every send goes to one of these.
     let messagesURL: String
     let scheduledURL: String
+    /// The hub's resource URI, the SAS token's scope (a concatenation per send otherwise).
+    let resourceURI: String
     private let retries = Mutex(RetryTasks())
 
     /// `sleep`, `random` (uniform in [0, 1)) and `clock` (epoch seconds) are injectable for tests;
@@ -42,6 +44,7 @@ public final class NotificationHubClient: Sendable {
         self.clock = clock
         messagesURL = configuration.url("messages/")
         scheduledURL = configuration.url("schedulednotifications/")
+        resourceURI = configuration.resourceURI
         tokens = TokenProvider(
             connection: configuration.connection,
             configuration: configuration.tokens,
@@ -401,7 +404,7 @@ public final class NotificationHubClient: Sendable {
             callerHeaders = self.request.headers.count
             self.deadline = deadline
             self.scheduledAt = scheduledAt
-            resource = client.configuration.resourceURI
+            resource = client.resourceURI
             token = client.tokens.token(for: resource)
             firstAttemptAt = client.clock()
         }
