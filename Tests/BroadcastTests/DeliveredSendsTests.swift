@@ -88,9 +88,9 @@ import Testing
         #expect((1...5).map { keys.contains($0) != nil } == [false, false, true, true, true])
     }
 
-    /// Random inserts, read-backs (older times after newer ones), expiries and evictions, past
-    /// the ring's growth and around it many times, against the plain model it replaced: a
-    /// dictionary and a queue.
+    /// Random inserts, read-backs (older times after newer ones), expiries and evictions, with the
+    /// ring full and going round many times, against the plain model it replaced: a dictionary
+    /// and a queue.
     @Test(arguments: [1, 7, 1000, 1024, 3000]) func behavesAsADictionaryAndAQueue(capacity: Int) {
         var random = SeededGenerator(seed: UInt64(capacity))
         var keys = RecentKeys(window: 50, capacity: capacity)
@@ -123,6 +123,43 @@ import Testing
             Issue.record(
                 "key \(probe): \(String(describing: keys.contains(probe))) against \(String(describing: model.contains(probe)))"
             )
+        }
+    }
+
+    /// A ring that went round before it filled (the oldest forgotten by the window) grows: its
+    /// keys are laid out again from where they start, and every one is still found. Keys at the
+    /// ends of Int's range, 0, and keys alike but in their top bits are among them.
+    @Test func aRingThatWentRoundGrowsWithEveryKeyInPlace() {
+        var keys = RecentKeys(window: 1e9, capacity: 5_000)
+        var model = ModelRecentKeys(window: 1e9, capacity: 5_000)
+        let edges = [0, 1, -1, Int.min, Int.max, Int.min + 1, Int.max - 1, 1 << 62, (1 << 62) + 1]
+        var inserted: [Int] = []
+        func insert(_ key: Int, at: Double) {
+            keys.insert(key, at: at)
+            model.insert(key, at: at)
+            inserted.append(key)
+        }
+        for i in 0..<600 { insert(i * 7_919, at: Double(i)) }
+        // The first 500 go: the ring starts at 500, with 524 free places after its 100 keys.
+        keys.forget(before: 500)
+        model.forget(before: 500)
+        #expect(keys.count == 100)
+        // 1,000 more: the ring goes round past its end, fills its 1,024 places and grows.
+        for (j, key) in edges.enumerated() { insert(key, at: 600 + Double(j)) }
+        for i in 0..<(1_000 - edges.count) { insert((i + 1_000) * 7_919 + 3, at: 700 + Double(i)) }
+        #expect(keys.count == model.count)
+        for key in inserted + edges + [42, Int.min + 2, 1 << 61] where keys.contains(key) != model.contains(key) {
+            Issue.record(
+                "key \(key): \(String(describing: keys.contains(key))) against \(String(describing: model.contains(key)))"
+            )
+        }
+        #expect(edges.allSatisfy { keys.contains($0) == .thisProcess })
+        // Laid out in their order: the window forgets the oldest, the first 100 and the edges.
+        keys.forget(before: 650)
+        model.forget(before: 650)
+        #expect(keys.count == model.count)
+        for key in inserted where keys.contains(key) != model.contains(key) {
+            Issue.record("after the window, key \(key): \(String(describing: keys.contains(key)))")
         }
     }
 

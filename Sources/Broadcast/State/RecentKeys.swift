@@ -7,9 +7,10 @@ import DequeModule
 /// About 16 bytes a key: the keys in a ring in the order they came (8 bytes), an open-addressing
 /// index of ring positions kept at most half full (2 × 4 bytes), one bit of origin, and their
 /// times as runs of one second. A million, the most it holds, peaked at 16 MiB of RSS where a
-/// dictionary and a queue of (key, time) took 40 (benchmarks/README.md). Our own rather than a package's: swift-collections'
-/// `OrderedSet` is the nearest (an array and an index of positions), but it removes from its
-/// front in linear time, and here the oldest key goes with nearly every new one.
+/// dictionary and a queue of (key, time) took 40 (benchmarks/README.md). Our own rather than a
+/// package's: swift-collections' `OrderedSet` is the nearest (an array and an index of
+/// positions), but it removes from its front in linear time, and here the oldest key goes with
+/// nearly every new one.
 public struct RecentKeys: Sendable {
     public enum Origin: Sendable, Equatable { case thisProcess, ledger }
 
@@ -29,6 +30,7 @@ public struct RecentKeys: Sendable {
 
     public init(window: Double, capacity: Int) {
         self.window = window
+        // The index holds ring positions as UInt32 and a run counts in Int32.
         self.capacity = max(1, min(capacity, Int(Int32.max)))
     }
 
