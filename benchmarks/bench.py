@@ -966,7 +966,7 @@ def goals(result):
                         + (f" vs {alone['goodputToQuota']:.2f}×" if alone else ""), verdict(ok)))
         elif r["event"] == "stop":
             # The others alone (results from before this figure existed: every instance's sends).
-            s = r["secondsToQuotaByOthers"] if "secondsToQuotaByOthers" in r else r.get("secondsToQuotaAfterStop")
+            s = r.get("secondsToQuotaByOthers", r.get("secondsToQuotaAfterStop"))
             sent = r["accepted"] - (r.get("sentTwice") or 0)  # items, each once
             out.append((f"one of {r['instances']} stopped: the others at 0.9× the quota within {GOAL_GROUP_LEAVE_SECONDS:g} s",
                         ("never" if s is None else f"{s:.2f} s")
