@@ -89,36 +89,42 @@ public struct JSONWriter: Sendable {
     /// bytes that need no escape (all of most strings) are copied at once.
     public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        var value = value
-        value.withUTF8 { utf8 in
-            var start = 0
-            for i in 0..<utf8.count {
-                let b = utf8[i]
-                guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
-                switch b {
-                case 0x0A:
-                    out.append(UInt8(ascii: "\\"))
-                    out.append(UInt8(ascii: "n"))
-                case 0x0D:
-                    out.append(UInt8(ascii: "\\"))
-                    out.append(UInt8(ascii: "r"))
-                case 0x09:
-                    out.append(UInt8(ascii: "\\"))
-                    out.append(UInt8(ascii: "t"))
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                    out.append(UInt8(ascii: "\\"))
-                    out.append(b)
-                default:
-                    out.append(contentsOf: [
-                        UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)],
-                        hex[Int(b & 0xF)],
-                    ])
-                }
-                start = i + 1
-            }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
+        // A native string's bytes are read in place; a copy (`var`, for `withUTF8`) cost a retain
+        // and a release, and a send writes about fifteen strings.
+        if value.utf8.withContiguousStorageIfAvailable({ appendEscaped($0, to: &out) }) == nil {
+            var value = value
+            value.withUTF8 { appendEscaped($0, to: &out) }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ utf8: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        var start = 0
+        for i in 0..<utf8.count {
+            let b = utf8[i]
+            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
+            switch b {
+            case 0x0A:
+                out.append(UInt8(ascii: "\\"))
+                out.append(UInt8(ascii: "n"))
+            case 0x0D:
+                out.append(UInt8(ascii: "\\"))
+                out.append(UInt8(ascii: "r"))
+            case 0x09:
+                out.append(UInt8(ascii: "\\"))
+                out.append(UInt8(ascii: "t"))
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                out.append(UInt8(ascii: "\\"))
+                out.append(b)
+            default:
+                out.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(b >> 4)],
+                    hex[Int(b & 0xF)],
+                ])
+            }
+            start = i + 1
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
     }
 }

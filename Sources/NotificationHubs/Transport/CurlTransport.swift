@@ -60,11 +60,23 @@ public final class CurlTransport: HTTPTransport {
 
 /// One request handed to a loop: all another thread gives it. The loop thread alone builds the
 /// transfer from it.
-struct Submission: Sendable {
+/// A reference: it is queued, taken from the queue and kept by its transfer, and as a struct each
+/// of those copies retained its URL, headers, body and completion (about fifteen retains a send).
+final class Submission: Sendable {
     let request: HTTPRequest
     /// Set for a request its caller may cancel.
     let cancel: CancelRequest?
     let completion: @Sendable (Result<HTTPResponse, TransportError>) -> Void
+
+    init(
+        request: HTTPRequest,
+        cancel: CancelRequest?,
+        completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void
+    ) {
+        self.request = request
+        self.cancel = cancel
+        self.completion = completion
+    }
 }
 
 /// A caller's wish to cancel its request, which may come before the loop has started it: the loop
