@@ -25,7 +25,9 @@ public enum NativePlatform: String, Sendable, Hashable, CaseIterable, CustomStri
 /// device's template, or one platform's own payload.
 public enum HubNotification: Sendable {
     case template([(String, String)])
-    /// Boxed, so that the enum stays one word: every send waiting in the pipeline holds one.
+    /// Boxed, so that the enum stays one word and its copy one retain: a native payload is a
+    /// struct of several strings, and a notification is passed by value from the planner to the
+    /// request.
     indirect case native(NativeNotification)
 
     /// The `ServiceBusNotification-Format` value.

@@ -60,6 +60,7 @@ public final class CurlTransport: HTTPTransport {
 
 /// One request handed to a loop: all another thread gives it. The loop thread alone builds the
 /// transfer from it.
+///
 /// A reference: it is queued, taken from the queue and kept by its transfer, and as a struct each
 /// of those copies retained its URL, headers, body and completion (about fifteen retains a send).
 final class Submission: Sendable {
