@@ -17,8 +17,9 @@ import Kafka
 ///   everything the concurrency limit allows.
 /// - The first throttle of a send started at the current rate cuts the rate once (a new `epoch`):
 ///   from a spell of half a second or more, to the accepted rate of its last second, then back up
-///   along a cubic (RFC 8312's shape) to just under it (`plateau`), where it stays for long, then
-///   ever faster past it, and doubling beyond `probeAbove` × the level (the quota has risen). From
+///   along a cubic (RFC 8312's shape) to just under it (`plateau`), where it stays for long (not
+///   when that second was measured while the rate still grew: then briefly), then ever faster
+///   past it, and doubling beyond `probeAbove` × the level (the quota has risen). From
 ///   a shorter spell (a cold start's burst allowance) the rate at least halves and probes upward
 ///   by doubling.
 /// - The answers of the sends started at the cut rate judge the cut, once there are enough to
@@ -580,7 +581,18 @@ public struct HubPacer: Sendable, Equatable {
         // In a group most of the measure is the others' second, reported: a short spell of this
         // instance's own does not make it a burst's.
         let longEnough = spell >= c.reliableSpell || group.othersAccepted >= c.reliableCount
-        lower(from: pacedRate, measured: enough ? measured : nil, reliable: longEnough && enough, since: now)
+        // Fewer sends started over the last second than the rate paced at now: the rate (or this
+        // instance's share of it) grew within the second, whose accepted count is then below the
+        // quota. So is the level from it: probed past soon. (An instance with fewer items than its
+        // rate looks the same; its rate is held to twice what it sends anyway.)
+        let climbing = ownTakenPerSecond(now: now) < 0.9 * pacedRate * group.share
+        lower(
+            from: pacedRate,
+            measured: enough ? measured : nil,
+            reliable: longEnough && enough,
+            climbing: climbing,
+            since: now
+        )
         startEpoch(at: now)
         if longEnough, enough, group.othersTaken > 0 {
             remeasure = Remeasure(
@@ -629,18 +641,25 @@ public struct HubPacer: Sendable, Equatable {
     /// The rate after a cut. From a reliable measure: back up along the cubic from it (never above
     /// the rate paced at). Otherwise at least halve (and no higher than a measure there is), then
     /// probe upward by doubling.
-    private mutating func lower(from pacedRate: Double, measured: Double?, reliable: Bool, since: Duration) {
+    private mutating func lower(
+        from pacedRate: Double,
+        measured: Double?,
+        reliable: Bool,
+        climbing: Bool = false,
+        since: Duration
+    ) {
         let c = configuration
         if reliable, let measured {
             let ceiling = max(c.minRate, min(pacedRate, measured))
             lastCeiling = ceiling
             // Just after another instance left, most of the second measured was shared.
             learntAlone = group.othersTaken == 0 && group.departedAccepted == 0
-            // Measured while doubling, or in a group (where the others' part of the measure lags
-            // by a report, and joins, leaves and shares move it): likely low, so probe soon.
+            // Measured while doubling or climbing, or in a group (where the others' part of the
+            // measure lags by a report, and joins, leaves and shares move it): likely low, so
+            // probe soon.
             var doubling = false
             if case .probing = mode { doubling = true }
-            probingSpan = doubling || !learntAlone ? c.probingAfterDoubling : c.probing
+            probingSpan = doubling || climbing || !learntAlone ? c.probingAfterDoubling : c.probing
             mode = .recovering(ceiling: ceiling, since: since)
         } else {
             let ceiling = max(c.minRate, min(pacedRate * 0.5 / c.decrease, measured ?? .infinity))
