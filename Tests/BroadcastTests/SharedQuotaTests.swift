@@ -587,15 +587,20 @@ struct GroupSimulation {
     /// cuts from a second in which it was still climbing to the whole rate: probed past as a lone
     /// instance's cut (over half a minute), that held 0.91x from 8 to 20 s after the leave; a cut
     /// measured while the rate climbed is probed past within 5 s.
-    @Test(arguments: [(50, 21, 28), (400, 28, 40)])
-    func aCutJustAfterALeaveCountsWhatTheOneThatLeftHadSent(reportsLate: Int64, from: Int64, to: Int64) async {
+    @Test(arguments: [(50, 21, 28, 30), (400, 28, 40, 40)])
+    func aCutJustAfterALeaveCountsWhatTheOneThatLeftHadSent(
+        reportsLate: Int64,
+        from: Int64,
+        to: Int64,
+        until: Int64
+    ) async {
         var sim = GroupSimulation(quota: Self.quota, backlogs: [0, 40_000, 40_000])
         sim.roundTrip = .milliseconds(30)
         sim.delay = .milliseconds(reportsLate)
         sim.instances[1].leaveAt = .seconds(20)
-        await sim.run(until: .seconds(40))
+        await sim.run(until: .seconds(until))
         let after = sim.acceptedPerSecond(from: .seconds(from), to: .seconds(to)) / Self.quota
         #expect(after >= 0.95, "from \(from - 20) to \(to - 20) s after the leave: \(after)")
-        #expect(sim.throttledShare(from: .zero, to: .seconds(40)) <= 0.02)
+        #expect(sim.throttledShare(from: .zero, to: .seconds(until)) <= 0.02)
     }
 }

@@ -57,8 +57,9 @@ public struct HubPacer: Sendable, Equatable {
         public var recovery: Duration = .seconds(3)
         /// How long it then takes to grow `probeAbove` × the level, probing for a risen quota.
         public var probing: Duration = .seconds(30)
-        /// The same after a cut while doubling (the second measured then was climbing, so its
-        /// accepted rate is below the quota) or sharing the hub with other instances.
+        /// The same after a cut while doubling or after a second the rate still grew through (the
+        /// second measured then was climbing, so its accepted rate is below the quota), or while
+        /// sharing the hub with other instances.
         public var probingAfterDoubling: Duration = .seconds(5)
         /// Past this multiple of the level without a throttle, the quota has moved: double.
         public var probeAbove = 1.25
@@ -581,11 +582,12 @@ public struct HubPacer: Sendable, Equatable {
         // In a group most of the measure is the others' second, reported: a short spell of this
         // instance's own does not make it a burst's.
         let longEnough = spell >= c.reliableSpell || group.othersAccepted >= c.reliableCount
-        // Fewer sends started over the last second than the rate paced at now: the rate (or this
-        // instance's share of it) grew within the second, whose accepted count is then below the
-        // quota. So is the level from it: probed past soon. (An instance with fewer items than its
-        // rate looks the same; its rate is held to twice what it sends anyway.)
-        let climbing = ownTakenPerSecond(now: now) < 0.9 * pacedRate * group.share
+        // Fewer sends started over the last second (of it, since sending last began again) than
+        // 0.9x the rate paced at now: the rate (or this instance's share of it) grew within the
+        // second, whose accepted count is then below the quota. So is the level from it: probed
+        // past soon. (An instance with fewer items than its rate, or held by its concurrency
+        // limit, looks the same; its measure is low too.)
+        let climbing = taken.perSecond(now: now, since: busySince) < 0.9 * pacedRate * group.share
         lower(
             from: pacedRate,
             measured: enough ? measured : nil,
