@@ -6,29 +6,35 @@ import NotificationHubs
 /// the item, its category, and the Kafka record it came from (for end-to-end latency and the
 /// dead-letter record).
 public struct NewsSend: Sendable {
-    public var planned: PlannedSend { storage.planned }
-    public var itemID: String { storage.itemID }
-    public var category: String { storage.category }
-    public var source: KafkaMessage { storage.source }
-    public var priority: Priority { storage.priority }
+    public var planned: PlannedSend { storage.fields.planned }
+    public var itemID: String { storage.fields.itemID }
+    public var category: String { storage.fields.category }
+    public var source: KafkaMessage { storage.fields.source }
+    public var priority: Priority { storage.fields.priority }
     /// Epoch seconds from which it may no longer go (its `expiresAt`, or its Kafka timestamp plus
     /// the maximum age); nil: no bound.
-    public var staleAt: Double? { storage.staleAt }
+    public var staleAt: Double? { storage.fields.staleAt }
     /// A canary: its outcome goes to the canary, never to the dead letters or the news metrics.
-    public var isCanary: Bool { storage.isCanary }
+    public var isCanary: Bool { storage.fields.isCanary }
     /// The number of the hub it goes to (`HubRoutes`).
-    public var hub: Int { storage.hub }
+    public var hub: Int { storage.fields.hub }
     /// The send's key in the delivered-sends window (`LedgerKey.processKey`). Computed once: the
     /// preparer checks it and the sender marks it.
-    var deliveryKey: Int { storage.deliveryKey }
+    var deliveryKey: Int { storage.fields.deliveryKey }
 
     /// One reference: a send is copied into the engine's lanes, its actions and the sender's
     /// completion, and as a struct of seven strings and arrays each copy retained (and each drop
-    /// released) every one of them not short enough to be stored inline. In a profile of a 100,000-item run, copying and dropping
-    /// sends was a fifth of the retains and releases on the pool.
+    /// released) every one of them not short enough to be stored inline. In a profile of a
+    /// 100,000-item run, copying and dropping sends was a fifth of the retains and releases on
+    /// the pool.
     private let storage: Storage
 
     private final class Storage: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private struct Fields: Sendable {
         let planned: PlannedSend
         let itemID: String
         let category: String
@@ -38,31 +44,6 @@ public struct NewsSend: Sendable {
         let isCanary: Bool
         let hub: Int
         let deliveryKey: Int
-
-        init(
-            planned: PlannedSend,
-            itemID: String,
-            category: String,
-            source: KafkaMessage,
-            priority: Priority,
-            staleAt: Double?,
-            isCanary: Bool,
-            hub: Int
-        ) {
-            self.planned = planned
-            self.itemID = itemID
-            self.category = category
-            self.source = source
-            self.priority = priority
-            self.staleAt = staleAt
-            self.isCanary = isCanary
-            self.hub = hub
-            deliveryKey = LedgerKey.processKey(
-                itemID: itemID,
-                platform: planned.platform,
-                audience: planned.tagExpression
-            )
-        }
     }
 
     public init(
@@ -76,14 +57,21 @@ public struct NewsSend: Sendable {
         hub: Int = 0
     ) {
         storage = Storage(
-            planned: planned,
-            itemID: itemID,
-            category: category,
-            source: source,
-            priority: priority,
-            staleAt: staleAt,
-            isCanary: isCanary,
-            hub: hub
+            Fields(
+                planned: planned,
+                itemID: itemID,
+                category: category,
+                source: source,
+                priority: priority,
+                staleAt: staleAt,
+                isCanary: isCanary,
+                hub: hub,
+                deliveryKey: LedgerKey.processKey(
+                    itemID: itemID,
+                    platform: planned.platform,
+                    audience: planned.tagExpression
+                )
+            )
         )
     }
 }
