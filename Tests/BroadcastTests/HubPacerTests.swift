@@ -327,4 +327,52 @@ struct PacerSimulation {
         let settled = sim.acceptedPerSecond(from: .seconds(30), to: .seconds(60))
         #expect(settled >= 360 && settled <= 404, "a wrong --max-rate is corrected by throttling: \(settled)")
     }
+
+    /// A cut within a second of the cut before, the instance sending throughout, measured its
+    /// accepted sends over the whole spell though the first round trip of it brought none: low, so
+    /// its level is probed past within 5 s (`probingAfterDoubling`) rather than 30. Not after a
+    /// quiet spell in between: the hub's burst allowance refilled then, and the short measure
+    /// counts it as rate, too high to probe past soon.
+    @Test(arguments: [false, true])
+    func aCutWithinASecondOfTheCutBeforeIsProbedPastSoonUnlessSendingStoppedBetween(quietBetween: Bool) {
+        var pacer = HubPacer()
+        // Every send taken is answered at once, accepted, every millisecond from `from` to `to`.
+        func send(from: Int64, to: Int64) {
+            for ms in from..<to {
+                while let epoch = pacer.take(now: .milliseconds(ms)) {
+                    pacer.accepted(epoch: epoch, now: .milliseconds(ms))
+                }
+            }
+        }
+        // Unpaced for a second, then the first cut.
+        for ms in 0..<1000 {
+            let epoch = pacer.take(now: .milliseconds(Int64(ms)))!
+            pacer.accepted(epoch: epoch, now: .milliseconds(Int64(ms)))
+        }
+        pacer.throttled(epoch: pacer.take(now: .milliseconds(1000))!, retryAfter: .seconds(1), now: .milliseconds(1000))
+        // 0.9 s later the second, sending throughout or with 260 ms of nothing in between (the
+        // 590 ms after it still a reliable measure).
+        if quietBetween {
+            send(from: 1000, to: 1050)
+            send(from: 1310, to: 1900)
+        } else {
+            send(from: 1000, to: 1900)
+        }
+        let epoch = pacer.epoch
+        pacer.throttled(epoch: pacer.take(now: .milliseconds(1900))!, retryAfter: .seconds(1), now: .milliseconds(1900))
+        #expect(pacer.epoch == epoch + 1)
+        guard case .recovering = pacer.mode else {
+            Issue.record("a reliable cut recovers along the cubic: \(pacer.mode)")
+            return
+        }
+        // The level is reached 3 s after the cut; 3 s past it, growing over 5 s is 5.4% above it,
+        // over 30 s 0.03%.
+        let level = pacer.hubRate(now: .milliseconds(4900)) ?? 0
+        let later = pacer.hubRate(now: .milliseconds(7900)) ?? 0
+        if quietBetween {
+            #expect(later < level * 1.01, "\(later) a second, 3 s past the level of \(level)")
+        } else {
+            #expect(later > level * 1.04, "\(later) a second, 3 s past the level of \(level)")
+        }
+    }
 }

@@ -18,11 +18,10 @@ import Kafka
 /// - The first throttle of a send started at the current rate cuts the rate once (a new `epoch`):
 ///   from a spell of half a second or more, to the accepted rate of its last second, then back up
 ///   along a cubic (RFC 8312's shape) to just under it (`plateau`), where it stays for long (not
-///   when that second was measured while the rate still grew, or was less than a second: then
-///   briefly), then ever faster
-///   past it, and doubling beyond `probeAbove` × the level (the quota has risen). From
-///   a shorter spell (a cold start's burst allowance) the rate at least halves and probes upward
-///   by doubling.
+///   when the measure is likely low: measured while the rate still grew, or within a second of
+///   the cut before; then briefly), then ever faster past it, and doubling beyond `probeAbove` ×
+///   the level (the quota has risen). From a shorter spell (a cold start's burst allowance) the
+///   rate at least halves and probes upward by doubling.
 /// - The answers of the sends started at the cut rate judge the cut, once there are enough to
 ///   expect four throttles at the share before it. The share as high as before although the rate
 ///   fell (a quota would have shed the excess): the throttling is sporadic; the rate goes back to
@@ -59,9 +58,9 @@ public struct HubPacer: Sendable, Equatable {
         /// How long it then takes to grow `probeAbove` × the level, probing for a risen quota.
         public var probing: Duration = .seconds(30)
         /// The same after a cut while doubling, after a second the rate still grew through (the
-        /// second measured then was climbing, so its accepted rate is below the quota) or a
-        /// measure of less than a second (low by its first round trip), or while sharing the hub
-        /// with other instances.
+        /// second measured then was climbing, so its accepted rate is below the quota) or within
+        /// a second of the cut before (low by its first round trip), or while sharing the hub with
+        /// other instances.
         public var probingAfterDoubling: Duration = .seconds(5)
         /// Past this multiple of the level without a throttle, the quota has moved: double.
         public var probeAbove = 1.25
@@ -172,6 +171,8 @@ public struct HubPacer: Sendable, Equatable {
     private struct EpochSends: Sendable, Equatable {
         var startedAt: Duration?
         var endedAt: Duration?
+        /// Started by a cut (not a pause, a verdict or the first report heard).
+        var followsCut = false
         /// Paced (not a cold start's or a `maxRate`-free burst): its rate means something.
         var paced = false
         /// The rate paced at when it ended.
@@ -590,21 +591,22 @@ public struct HubPacer: Sendable, Equatable {
         // past soon. (An instance with fewer items than its rate, or held by its concurrency
         // limit, looks the same; its measure is low too.)
         let climbing = taken.perSecond(now: now, since: busySince) < 0.9 * pacedRate * group.share
-        // Measured over less than a second (since the last cut, or since sending began again),
-        // whose first round trip brought no answers: low by that much (3.75% at a 30 ms round
-        // trip over 0.8 s), so probed past soon too. Measured from the first answer instead, the
-        // level came out right, but the cut before it, after a probe, counts the hub's burst
-        // allowance as rate: the busy instances then held the hub over its quota, and breaking
-        // news on a quiet one waited out two `Retry-After`s (SharedQuotaTests).
-        let short = spell < .seconds(1)
+        // Within a second of the cut before, sending on throughout: this epoch's accepted sends
+        // over its whole spell, whose first round trip brought none, so low by that round trip
+        // (3.75% at 30 ms over 0.8 s), and probed past soon. (Not after a pause or a quiet
+        // spell, nor an unpaced start: the hub's burst allowance refilled then, and a spell
+        // under a second counts it as rate, a measure too high.)
+        let justAfterCut =
+            spell < .seconds(1) && current.paced && current.followsCut && busySince.map { $0 <= epochStart } ?? true
         lower(
             from: pacedRate,
             measured: enough ? measured : nil,
             reliable: longEnough && enough,
-            climbing: climbing || short,
+            likelyLow: climbing || justAfterCut,
             since: now
         )
         startEpoch(at: now)
+        current.followsCut = true
         if longEnough, enough, group.othersTaken > 0 {
             remeasure = Remeasure(
                 at: now,
@@ -656,7 +658,7 @@ public struct HubPacer: Sendable, Equatable {
         from pacedRate: Double,
         measured: Double?,
         reliable: Bool,
-        climbing: Bool = false,
+        likelyLow: Bool = false,
         since: Duration
     ) {
         let c = configuration
@@ -665,12 +667,12 @@ public struct HubPacer: Sendable, Equatable {
             lastCeiling = ceiling
             // Just after another instance left, most of the second measured was shared.
             learntAlone = group.othersTaken == 0 && group.departedAccepted == 0
-            // Measured while doubling or climbing, or in a group (where the others' part of the
-            // measure lags by a report, and joins, leaves and shares move it): likely low, so
-            // probe soon.
+            // Measured while doubling, likely low (see `cut`), or in a group (where the others'
+            // part of the measure lags by a report, and joins, leaves and shares move it): probe
+            // soon.
             var doubling = false
             if case .probing = mode { doubling = true }
-            probingSpan = doubling || climbing || !learntAlone ? c.probingAfterDoubling : c.probing
+            probingSpan = doubling || likelyLow || !learntAlone ? c.probingAfterDoubling : c.probing
             mode = .recovering(ceiling: ceiling, since: since)
         } else {
             let ceiling = max(c.minRate, min(pacedRate * 0.5 / c.decrease, measured ?? .infinity))
