@@ -19,9 +19,9 @@ import Kafka
 ///   from a spell of half a second or more, to the accepted rate of its last second, then back up
 ///   along a cubic (RFC 8312's shape) to just under it (`plateau`), where it stays for long (not
 ///   when the measure is likely low: measured while the rate still grew, or within a second of
-///   the cut before; then briefly), then ever faster past it, and doubling beyond `probeAbove` ×
-///   the level (the quota has risen). From a shorter spell (a cold start's burst allowance) the
-///   rate at least halves and probes upward by doubling.
+///   the cut before with sends going on throughout; then briefly), then ever faster past it, and
+///   doubling beyond `probeAbove` × the level (the quota has risen). From a shorter spell (a
+///   cold start's burst allowance) the rate at least halves and probes upward by doubling.
 /// - The answers of the sends started at the cut rate judge the cut, once there are enough to
 ///   expect four throttles at the share before it. The share as high as before although the rate
 ///   fell (a quota would have shed the excess): the throttling is sporadic; the rate goes back to
@@ -59,8 +59,8 @@ public struct HubPacer: Sendable, Equatable {
         public var probing: Duration = .seconds(30)
         /// The same after a cut while doubling, after a second the rate still grew through (the
         /// second measured then was climbing, so its accepted rate is below the quota) or within
-        /// a second of the cut before (low by its first round trip), or while sharing the hub with
-        /// other instances.
+        /// a second of the cut before with sends going on throughout (low by its first round
+        /// trip), or while sharing the hub with other instances.
         public var probingAfterDoubling: Duration = .seconds(5)
         /// Past this multiple of the level without a throttle, the quota has moved: double.
         public var probeAbove = 1.25
@@ -591,13 +591,14 @@ public struct HubPacer: Sendable, Equatable {
         // past soon. (An instance with fewer items than its rate, or held by its concurrency
         // limit, looks the same; its measure is low too.)
         let climbing = taken.perSecond(now: now, since: busySince) < 0.9 * pacedRate * group.share
-        // Within a second of the cut before, sending on throughout: this epoch's accepted sends
-        // over its whole spell, whose first round trip brought none, so low by that round trip
-        // (3.75% at 30 ms over 0.8 s), and probed past soon. (Not after a pause or a quiet
-        // spell, nor an unpaced start: the hub's burst allowance refilled then, and a spell
-        // under a second counts it as rate, a measure too high.)
+        // Within a second of the cut before, sending on throughout (no gap of `quietGap` since
+        // before the cut): this epoch's accepted sends over its whole spell, whose first round
+        // trip brought none, so low by that round trip (3.75% at 30 ms over 0.8 s), and probed
+        // past soon. (Not after a pause or a quiet spell, nor an unpaced start: the hub's burst
+        // allowance refilled then, and a spell under a second counts it as rate, a measure too
+        // high.)
         let justAfterCut =
-            spell < .seconds(1) && current.paced && current.followsCut && busySince.map { $0 <= epochStart } ?? true
+            spell < .seconds(1) && current.paced && current.followsCut && busySince.map { $0 < epochStart } ?? false
         lower(
             from: pacedRate,
             measured: enough ? measured : nil,
