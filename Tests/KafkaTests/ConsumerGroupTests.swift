@@ -176,21 +176,30 @@ import Testing
         let seen = Mutex<[String: Int]>([:])
         let processedA = Mutex<[KafkaMessage]>([])
         let revokedFromA = Mutex<[TopicPartition]>([])
+        // Each member's assignment changes before its `onAssign` runs: the test waits on these.
+        let (assignments, assigned) = AsyncStream.makeStream(of: Void.self)
 
         let a = try KafkaConsumer(
             configuration: config,
-            handlers: .init(onRevoke: { partitions in
-                // What A finished on the leaving partitions is committed before they move, where the
-                // broker allows it: the dev broker refuses commits once a rebalance is under way
-                // (REBALANCE_IN_PROGRESS), so the periodic commit below is what the test relies on.
-                revokedFromA.withLock { $0 += partitions }
-                let leaving = Set(partitions)
-                let done = processedA.withLock { $0 }.filter { leaving.contains($0.topicPartition) }
-                return KafkaTestKit.nextOffsets(done)
-            }),
+            handlers: .init(
+                onAssign: { _ in assigned.yield() },
+                onRevoke: { partitions in
+                    // What A finished on the leaving partitions is committed before they move, where the
+                    // broker allows it: the dev broker refuses commits once a rebalance is under way
+                    // (REBALANCE_IN_PROGRESS), so the periodic commit below is what the test relies on.
+                    revokedFromA.withLock { $0 += partitions }
+                    let leaving = Set(partitions)
+                    let done = processedA.withLock { $0 }.filter { leaving.contains($0.topicPartition) }
+                    return KafkaTestKit.nextOffsets(done)
+                }
+            ),
             logger: KafkaTestKit.logger
         )
-        let b = try KafkaConsumer(configuration: config, logger: KafkaTestKit.logger)
+        let b = try KafkaConsumer(
+            configuration: config,
+            handlers: .init(onAssign: { _ in assigned.yield() }),
+            logger: KafkaTestKit.logger
+        )
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await a.run() }
@@ -200,12 +209,28 @@ import Testing
             try await a.commit(KafkaTestKit.nextOffsets(early))
             #expect(a.assignment.count == 3)
 
-            // B joins: the group rebalances and B gets a share.
+            // B joins: the group rebalances and B gets a share. Waited for until every partition
+            // is assigned again: with an eager assignor one member hears of its share before the
+            // other, and a moment with B assigned and A not yet was taken for the end (the union
+            // then held 2 of 3 partitions).
             group.addTask { try await b.run() }
-            let deadline = ContinuousClock.now + .seconds(60)
-            while (b.assignment.isEmpty || a.assignment.count == 3) && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
+            let split: @Sendable () -> Bool = {
+                !b.assignment.isEmpty && a.assignment.count < 3 && a.assignment.union(b.assignment).count == 3
             }
+            let settled = await withTaskGroup(of: Bool.self) { waiting in
+                waiting.addTask {
+                    for await _ in assignments where split() { return true }
+                    return false
+                }
+                waiting.addTask {
+                    try? await Task.sleep(for: .seconds(60))
+                    return false
+                }
+                let first = await waiting.next() ?? false
+                waiting.cancelAll()
+                return first
+            }
+            #expect(settled, "A \(a.assignment), B \(b.assignment)")
             #expect(!b.assignment.isEmpty)
             #expect(a.assignment.isDisjoint(with: b.assignment))
             #expect(a.assignment.union(b.assignment).count == 3)
