@@ -217,18 +217,9 @@ import Testing
             let split: @Sendable () -> Bool = {
                 !b.assignment.isEmpty && a.assignment.count < 3 && a.assignment.union(b.assignment).count == 3
             }
-            let settled = await withTaskGroup(of: Bool.self) { waiting in
-                waiting.addTask {
-                    for await _ in assignments where split() { return true }
-                    return false
-                }
-                waiting.addTask {
-                    try? await Task.sleep(for: .seconds(60))
-                    return false
-                }
-                let first = await waiting.next() ?? false
-                waiting.cancelAll()
-                return first
+            let settled = await guarded(timeout: .seconds(60), otherwise: false) {
+                for await _ in assignments where split() { return true }
+                return false
             }
             #expect(settled, "A \(a.assignment), B \(b.assignment)")
             #expect(!b.assignment.isEmpty)

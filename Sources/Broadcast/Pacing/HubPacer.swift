@@ -171,7 +171,7 @@ public struct HubPacer: Sendable, Equatable {
     private struct EpochSends: Sendable, Equatable {
         var startedAt: Duration?
         var endedAt: Duration?
-        /// Started by a cut (not a pause, a verdict or the first report heard).
+        /// Started by a cut (not a pause, a verdict or the first report heard); so paced too.
         var followsCut = false
         /// Paced (not a cold start's or a `maxRate`-free burst): its rate means something.
         var paced = false
@@ -598,7 +598,7 @@ public struct HubPacer: Sendable, Equatable {
         // allowance refilled then, and a spell under a second counts it as rate, a measure too
         // high.)
         let justAfterCut =
-            spell < .seconds(1) && current.paced && current.followsCut && busySince.map { $0 < epochStart } ?? false
+            spell < .seconds(1) && current.followsCut && busySince.map { $0 < epochStart } ?? false
         lower(
             from: pacedRate,
             measured: enough ? measured : nil,
