@@ -153,7 +153,8 @@ class Nginx:
         # 5% refused on top of the first quota (refused before limit_req, so they spend none of it).
         self.sporadic_port, self.mixed_port, self.mixed_quota = free_port(), free_port(), quotas[-1]
         # HTTPS as against the real hub: a certificate from a throwaway CA (`self.ca`), sessions
-        # cached; the log says which connection served each request and whether it resumed a session.
+        # cached, HTTP/2 offered (the hub offers it; each client takes it or HTTP/1.1 as it chooses);
+        # the log says which connection served each request, whether it resumed a session, and the protocol.
         self.tls_port = free_port()
         self.ca, cert, key = make_certificates(work)
         self.log = os.path.join(work, "access.log")
@@ -182,8 +183,8 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; root {wo
   map $status $retry_after {{ 429 1; default ""; }}
   server {{ listen 127.0.0.1:{self.quiet}; access_log off; location / {{ return 201; }} }}
   server {{ listen 127.0.0.1:{self.logged}; {logging} location / {{ return 201; }} }}{limited}
-  log_format tls '$msec $status $connection $ssl_session_reused';
-  server {{ listen 127.0.0.1:{self.tls_port} ssl; ssl_certificate {cert}; ssl_certificate_key {key};
+  log_format tls '$msec $status $connection $ssl_session_reused $server_protocol';
+  server {{ listen 127.0.0.1:{self.tls_port} ssl http2; ssl_certificate {cert}; ssl_certificate_key {key};
     ssl_session_cache shared:TLS:1m; access_log {self.log} tls buffer=256k flush=1s; location / {{ return 201; }} }}
   split_clients "${{request_id}}" $one_in_seven {{ 14.29% throttle; * pass; }}
   split_clients "${{request_id}}" $one_in_twenty {{ 5% throttle; * pass; }}
@@ -220,20 +221,23 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; root {wo
             parts = line.rstrip("\n").split(" ")
             if len(parts) < 3:
                 continue
-            # The HTTPS server's lines end in the session's reuse flag ("r" or "."); a tag expression may hold spaces.
-            tls = len(parts) == 4 and parts[3] in ("r", ".")
+            # The HTTPS server's lines end in the session's reuse flag ("r" or ".") and the protocol;
+            # a tag expression may hold spaces.
+            tls = len(parts) == 5 and parts[3] in ("r", ".") and parts[4].startswith("HTTP/")
             tags = None if tls or parts[2] == "-" else " ".join(parts[2:])
             out.append((float(parts[0]), int(parts[1]), tags))
         return out
 
     def tls_connections(self):
-        """(connections, of which resumed a session) in the HTTPS log since start_log; call after entries."""
-        first = {}
+        """(connections, of which resumed a session, the protocols spoken) in the HTTPS log since
+        start_log; call after entries."""
+        first, protocols = {}, set()
         for line in open(self.log):
             parts = line.split()
-            if len(parts) == 4:
+            if len(parts) == 5:
                 first.setdefault(parts[2], parts[3])
-        return len(first), sum(1 for reused in first.values() if reused == "r")
+                protocols.add(parts[4])
+        return len(first), sum(1 for reused in first.values() if reused == "r"), " ".join(sorted(protocols))
 
     def stop(self):
         self.proc.terminate()
@@ -258,13 +262,13 @@ def make_certificates(work):
     return ca, cert, key
 
 
-def curl_floor(binary, url, connections, requests, work):
+def curl_floor(binary, url, connections, requests, work, ca=None):
     """libcurl alone, one process per core sharing `connections`: requests/s over the processes' common
     window, CPU µs per request of their loops (not their start-up). None, with a warning, if it failed:
-    it is a reference, not a result to lose the run for."""
+    it is a reference, not a result to lose the run for. `ca`: the CA file to trust over HTTPS."""
     cores = os.cpu_count() or 1
     share = max(1, requests // cores)
-    env = {**os.environ, "HUBCAST_SAS": "none"}
+    env = {**os.environ, "HUBCAST_SAS": "none", **({"CURL_FLOOR_CA_FILE": ca} if ca else {})}
     results = [None] * cores
 
     def one(i):
@@ -499,7 +503,7 @@ def unthrottled(programs, program, items, nginx, wrk_nginx, tls=False):
            "cpuMicrosecondsPerSend": round(proc["cpuSeconds"] / sent * 1e6, 1), "peakRssMiB": proc["peakRssMiB"], "cpuSeconds": proc["cpuSeconds"],
            "brokerCpuMicrosecondsPerSend": round(proc["brokerCpuSeconds"] / sent * 1e6, 1)}
     if tls:
-        row["tlsConnections"], row["tlsResumed"] = nginx.tls_connections()
+        row["tlsConnections"], row["tlsResumed"], row["protocol"] = nginx.tls_connections()
     if program.startswith("hubcast"):
         row["sasTokensMinted"] = summary.get("sasTokensMinted")
     return row
@@ -923,6 +927,10 @@ def goals(result):
         limit = result.get("connections", 64)
         out.append((f"HTTPS: TLS connections (handshakes) ≤ the concurrency limit ({limit})", f"{t['tlsConnections']}",
                     verdict(t["tlsConnections"] <= limit)))
+        # The sink offers HTTP/2 as the hub does; a client that takes a stream reset after its
+        # answer for a failure sends the item again.
+        out.append(("HTTPS: each item sent once (requests at the sink = items)", f"{t['sinkRequests']:,} for {t['items']:,}",
+                    verdict(t["sinkRequests"] == t["items"])))
         if "go" in tls:
             g = tls["go"]
             out.append(("HTTPS: sends/s ≥ Go's, CPU per send ≤ Go's",
@@ -1034,9 +1042,14 @@ def print_tls(result):
     if not result.get("tls"):
         return
     print(f"\nOver HTTPS (nginx, a throwaway CA trusted by each program), {result['tls'][0]['items']:,} items each")
-    print(f"{'':<9}{'sends/s':>10}{'CPU µs/send':>13}{'peak RSS MiB':>14}{'connections':>13}{'resumed':>9}")
+    print(f"{'':<9}{'sends/s':>10}{'CPU µs/send':>13}{'peak RSS MiB':>14}{'connections':>13}{'resumed':>9}  protocol")
     for r in result["tls"]:
-        print(f"{r['program']:<9}{r['sendsPerSec']:>10,.0f}{r['cpuMicrosecondsPerSend']:>13.1f}{r['peakRssMiB']:>14}{r['tlsConnections']:>13}{r['tlsResumed']:>9}")
+        print(f"{r['program']:<9}{r['sendsPerSec']:>10,.0f}{r['cpuMicrosecondsPerSend']:>13.1f}{r['peakRssMiB']:>14}{r['tlsConnections']:>13}{r['tlsResumed']:>9}"
+              f"  {r.get('protocol', '')}")
+    f = result.get("tlsFloor")
+    if f:
+        print(f"Floor over HTTPS (libcurl alone, HTTP/1.1, {f['processes']} processes): {f['requestsPerSec']:,.0f} requests/s,"
+              f" {f['cpuMicrosecondsPerRequest']:.1f} µs a request ({f['non201']} not 201)")
 
 
 def print_sporadic(result):
@@ -1211,6 +1224,12 @@ def main():
             for program in chosen:
                 print(f"tls: {program}, {args.items:,} items over HTTPS", file=sys.stderr)
                 result["tls"].append(unthrottled(programs, program, args.items, nginx, None, tls=True))
+            if os.access(floor_bin, os.X_OK):
+                print(f"tls: libcurl alone, {args.items:,} requests over HTTPS", file=sys.stderr)
+                url = f"https://127.0.0.1:{nginx.tls_port}/{HUB}/messages/?api-version=2020-06"
+                floor = curl_floor(floor_bin, url, args.connections, args.items, work, ca=nginx.ca)
+                if floor:
+                    result["tlsFloor"] = floor
         if "quota" in sections:
             result["quota"] = {p: [] for p in chosen}
             result["quotaSink"] = {str(q): {"rate": q, "burst": quota_burst(q), "nodelay": True, "retryAfter": 1} for q in quotas}

@@ -1,7 +1,9 @@
 import Foundation
 
 /// nginx on 127.0.0.1 answering `return 201` to everything, over TLS with a fresh self-signed
-/// certificate (or plain http); its files live in a temporary folder removed on stop.
+/// certificate (or plain http), offering HTTP/2 beside HTTP/1.1 if asked (as the hub does); each
+/// request's protocol and status go to its access log. Its files live in a temporary folder
+/// removed on stop.
 public final class NginxProcess: @unchecked Sendable {
     public let port: Int
     public let directory: URL
@@ -9,7 +11,7 @@ public final class NginxProcess: @unchecked Sendable {
     public let certificate: String?
     private let process: Process
 
-    public init(tls: Bool, workers: Int = 1) async throws {
+    public init(tls: Bool, offersHTTP2: Bool = false, workers: Int = 1) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hubcast-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = freeLoopbackPort()
@@ -26,7 +28,8 @@ public final class NginxProcess: @unchecked Sendable {
             )
             guard made.status == 0 else { throw ChildProcess.NotFound(name: "openssl (\(made.stderr))") }
             certificate = cert
-            listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(cert); ssl_certificate_key \(key);"
+            let http2 = offersHTTP2 ? " http2" : ""
+            listen = "listen 127.0.0.1:\(port) ssl\(http2); ssl_certificate \(cert); ssl_certificate_key \(key);"
         } else {
             certificate = nil
         }
@@ -35,7 +38,8 @@ public final class NginxProcess: @unchecked Sendable {
             daemon off; master_process on; worker_processes \(workers); pid \(d)/nginx.pid; error_log \(d)/error.log warn;
             events { worker_connections 4096; }
             http {
-              access_log off; client_body_temp_path \(d)/body; proxy_temp_path \(d)/proxy; fastcgi_temp_path \(d)/fastcgi;
+              log_format p '$server_protocol $status'; access_log \(d)/access.log p;
+              client_body_temp_path \(d)/body; proxy_temp_path \(d)/proxy; fastcgi_temp_path \(d)/fastcgi;
               uwsgi_temp_path \(d)/uwsgi; scgi_temp_path \(d)/scgi; keepalive_requests 1000000;
               server { \(listen) location / { return 201; } }
             }
@@ -59,6 +63,19 @@ public final class NginxProcess: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(50))
         }
+    }
+
+    /// Stops nginx, then reads its access log: each request's protocol and status (`HTTP/1.1 201`).
+    /// Read after the stop, the log holds every request answered: a worker writes a request's line
+    /// after sending its answer, so a client can hold the answer before the line is written.
+    public func stopAndReadAccessLog() throws -> [Substring] {
+        if process.isRunning {
+            process.terminate()
+            process.reap()
+        }
+        defer { stop() }
+        return try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
+            .split(separator: "\n")
     }
 
     public var url: String { "\(certificate == nil ? "http" : "https")://127.0.0.1:\(port)/" }

@@ -41,9 +41,9 @@ public enum PipelineService {
     }
 
     /// A sender per hub over one libcurl transport, with one connection per send in flight
-    /// (fewer would queue inside libcurl), within half of the usual 1,024 open files; over HTTP/2
-    /// the sends share a few connections. The hubs share the sends remembered as delivered (an
-    /// item goes to one hub) and the ledger (its records name their hub).
+    /// (fewer would queue inside libcurl), within half of the usual 1,024 open files. The hubs
+    /// share the sends remembered as delivered (an item goes to one hub) and the ledger (its
+    /// records name their hub).
     public static func sender(
         hubs: [Hub],
         transport: TransportConfiguration,

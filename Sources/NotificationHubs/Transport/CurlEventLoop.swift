@@ -54,7 +54,6 @@ final class CurlEventLoop: @unchecked Sendable {
         keptHeaders = configuration.keptResponseHeaders.map { $0.map { Array($0.lowercased().utf8) } }
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
         hubcast_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, configuration.maxConnectionsPerHost)
-        hubcast_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         // Without its thread no request would ever be answered: out of threads, stop here.
         precondition(thread.start { [self] in run() }, "the system refused the HTTP transport a thread")
     }
@@ -186,7 +185,11 @@ final class CurlEventLoop: @unchecked Sendable {
         hubcast_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         hubcast_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         hubcast_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // HTTP/1.1 even where the server offers HTTP/2 (as the hub does): with the system's libcurl
+        // (7.88) a request over HTTP/2 costs more CPU than over a kept-alive HTTP/1.1 connection,
+        // and a stream the server resets after its answer (as nginx does to a body it did not read)
+        // ends in an error although the answer came, so an accepted send would be sent again.
+        hubcast_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, configuration.insecure ? 0 : 1)
         hubcast_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, configuration.insecure ? 0 : 2)
         if let caFile = configuration.caFile { hubcast_curl_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile) }

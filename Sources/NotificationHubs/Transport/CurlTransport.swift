@@ -4,8 +4,8 @@ import Logging
 import Synchronization
 
 /// HTTP over libcurl's multi interface: a few multi handles, each driven by its own thread,
-/// shared by every sender round-robin. Connections are kept alive and reused, HTTP/2 is used where
-/// the server offers it.
+/// shared by every sender round-robin. Connections are kept alive and reused; HTTP/1.1 even where
+/// the server offers HTTP/2 (the reason is where the handle's options are set).
 public final class CurlTransport: HTTPTransport {
     private let loops: [CurlEventLoop]
     private let next = Atomic<UInt>(0)

@@ -99,7 +99,7 @@ public struct TransportConfiguration: Sendable {
     public var caFile: String?
     /// Skip certificate verification: for a self-signed test server only; logged loudly.
     public var insecure = false
-    /// Connections kept open per host (HTTP/1.1) or streams multiplexed (HTTP/2).
+    /// Connections kept open per host, each carrying one request at a time (HTTP/1.1).
     public var maxConnectionsPerHost = 64
     public var connectTimeout: Duration = .seconds(10)
     /// Threads driving libcurl, each with its own multi handle and share of the connections. One

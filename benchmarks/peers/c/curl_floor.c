@@ -3,7 +3,8 @@
 // transfers in flight, handles and header list reused, nothing else: no Kafka, no JSON, no threads.
 // Whatever hubcast spends per send is this plus its own work; bench.py runs one per core.
 //
-//   curl_floor URL REQUESTS CONNECTIONS   (Authorization from $HUBCAST_SAS)
+//   curl_floor URL REQUESTS CONNECTIONS   (Authorization from $HUBCAST_SAS; over HTTPS, the CA
+//                                          from $CURL_FLOOR_CA_FILE; HTTP/1.1, as hubcast speaks)
 // Prints one JSON line: requests, non201, the loop's start and end on CLOCK_MONOTONIC (one clock
 // for every process, so that side-by-side runs share a window) and its CPU seconds alone (not
 // libcurl's and OpenSSL's start-up).
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *sas = getenv("HUBCAST_SAS");
+    const char *ca_file = getenv("CURL_FLOOR_CA_FILE");
     char authorization[1024];
     snprintf(authorization, sizeof authorization, "Authorization: %s", sas ? sas : "none");
     static const char body[] = "{\"messageParam\":\"Breaking World News : Earthquake of magnitude 6.1 strikes off the coast\","
@@ -68,6 +70,8 @@ int main(int argc, char **argv) {
         curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, discard);
         curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30000L);
+        curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        if (ca_file) curl_easy_setopt(easy, CURLOPT_CAINFO, ca_file);
         if (curl_multi_add_handle(multi, easy) != CURLM_OK) {
             fprintf(stderr, "curl_floor: curl_multi_add_handle failed\n");
             return 2;
