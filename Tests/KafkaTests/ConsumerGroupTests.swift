@@ -217,7 +217,7 @@ import Testing
             let split: @Sendable () -> Bool = {
                 !b.assignment.isEmpty && a.assignment.count < 3 && a.assignment.union(b.assignment).count == 3
             }
-            let settled = await guarded(timeout: .seconds(60), otherwise: false) {
+            let settled = await guarded(timeout: .seconds(60)) {
                 for await _ in assignments where split() { return true }
                 return false
             }

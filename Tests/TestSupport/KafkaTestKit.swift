@@ -71,22 +71,12 @@ public enum KafkaTestKit {
         from messages: KafkaConsumer.Messages,
         timeout: Duration = .seconds(60)
     ) async -> [KafkaMessage] {
-        await withTaskGroup(of: [KafkaMessage].self) { group in
-            group.addTask {
-                var taken: [KafkaMessage] = []
-                var iterator = messages.makeAsyncIterator()
-                while taken.count < count, let m = await iterator.next() { taken.append(m) }
-                return taken
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return []
-            }
-            let first = await group.next() ?? []
-            group.cancelAll()
-            // The sleeper finishing first means the taker timed out; collect what it has.
-            if first.isEmpty, let rest = await group.next() { return rest }
-            return first
+        // Past the timeout the taker is cancelled, its iteration ends, and it gives what it took.
+        await guarded(timeout: timeout) {
+            var taken: [KafkaMessage] = []
+            var iterator = messages.makeAsyncIterator()
+            while taken.count < count, let m = await iterator.next() { taken.append(m) }
+            return taken
         }
     }
 
