@@ -203,7 +203,7 @@ http {{ client_body_temp_path {work}/body; keepalive_requests 10000000; root {wo
         wait_for_port(self.quiet, "nginx")
 
     def url(self, port):
-        return f"http://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06"
+        return send_url(port)
 
     def start_log(self):
         # nginx appends (O_APPEND), so truncating starts a fresh log; the last run's buffer was flushed.
@@ -393,6 +393,11 @@ def measured(argv, env, stdout_path, timeout=None):
     return usage["exit"], fired.is_set(), round(usage["maxRssKiB"] / 1024, 1), usage["cpuSeconds"]
 
 
+def send_url(port, tls=False):
+    """A template send's URL on a loopback server (nginx, the emulator)."""
+    return f"{'https' if tls else 'http'}://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06"
+
+
 def connection_string(port, tls=False):
     return f"Endpoint=sb://127.0.0.1:{port}/;SharedAccessKeyName=bench;SharedAccessKey=bench-key" + ("" if tls else ";UseDevelopmentEmulator=true")
 
@@ -405,8 +410,7 @@ class Programs:
         self.baseline = baseline
 
     def argv(self, program, bootstrap, port, ca=None):
-        scheme = "https" if ca else "http"
-        url, cs = f"{scheme}://127.0.0.1:{port}/{HUB}/messages/?api-version=2020-06", connection_string(port, tls=bool(ca))
+        url, cs = send_url(port, tls=bool(ca)), connection_string(port, tls=bool(ca))
         if program.startswith("hubcast"):
             # hubcast-noledger: the same without the delivered-sends ledger, to measure what it costs.
             ledger = ["--ledger-topic", "none"] if program == "hubcast-noledger" else []
@@ -1202,7 +1206,7 @@ def main():
             try:
                 result["ceiling"] = {
                     "nginx": wrk(nginx.url(nginx.quiet), args.connections, args.seconds, "none"),
-                    "emulator": wrk(f"http://127.0.0.1:{emulator.port}/{HUB}/messages/?api-version=2020-06", args.connections, args.seconds,
+                    "emulator": wrk(send_url(emulator.port), args.connections, args.seconds,
                                     sas_for(emulator.connection))}
             finally:
                 emulator.stop()
@@ -1226,8 +1230,7 @@ def main():
                 result["tls"].append(unthrottled(programs, program, args.items, nginx, None, tls=True))
             if os.access(floor_bin, os.X_OK):
                 print(f"tls: libcurl alone, {args.items:,} requests over HTTPS", file=sys.stderr)
-                url = f"https://127.0.0.1:{nginx.tls_port}/{HUB}/messages/?api-version=2020-06"
-                floor = curl_floor(floor_bin, url, args.connections, args.items, work, ca=nginx.ca)
+                floor = curl_floor(floor_bin, send_url(nginx.tls_port, tls=True), args.connections, args.items, work, ca=nginx.ca)
                 if floor:
                     result["tlsFloor"] = floor
         if "quota" in sections:
