@@ -220,6 +220,8 @@ public struct HubPacer: Sendable, Equatable {
         var spell: Duration
         /// Accepted per second over the last second of the spell, measured when throttled.
         var lastSecond: Double
+        /// Nobody else was heard then (see `learntUnheard`): the measure is this instance's part.
+        var unheard: Bool
     }
 
     /// What the rate was before the first of a run of cuts: where a sporadic verdict returns.
@@ -263,6 +265,10 @@ public struct HubPacer: Sendable, Equatable {
     private var probingSpan: Duration
     /// The last ceiling was measured while no other instance was heard.
     private var learntAlone = false
+    /// The rate was last decided before the exchange told who else sends to the hub (nobody
+    /// heard, and this instance's own reports not yet back): from its own part of the hub's
+    /// traffic, which may be any part of it.
+    private var learntUnheard = false
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
@@ -366,6 +372,14 @@ public struct HubPacer: Sendable, Equatable {
         self.group = group
         self.group.share = min(1, max(0.01, group.share))
         if let pending = remeasure { measureAgain(pending, now: now) }
+        if learntUnheard {
+            if group.othersTaken > 0 {
+                joinWhatTheOthersLearnt(now: now)
+            } else if group.known, group.newestSince == nil {
+                // Alone, and now known to be: what was learnt was the whole hub's.
+                learntUnheard = false
+            }
+        }
         guard let rate = group.othersRate, rate > 0 else { return }
         switch mode {
         case .unpaced where configuration.maxRate == nil:
@@ -382,6 +396,28 @@ public struct HubPacer: Sendable, Equatable {
         default:
             break
         }
+    }
+
+    /// The others are heard for the first time since this instance learnt its rate unheard.
+    /// Instances started together all do (they learn their rates before the exchange's consumer
+    /// joins its group), each from its own part of what the hub took; from now on each sends only
+    /// its share of the hub's rate, and a ceiling held at its own part would take the group to a
+    /// fraction of the quota (`SharedQuotaTests`: 717 a second from 1,042 for three instances).
+    /// What the hub takes is what they all had accepted per second lately: a ceiling is raised
+    /// to that. A rate still doubling goes on doubling, from the busiest's rate if higher (below);
+    /// raised to the sum too, it took the others' cold-start burst for rate and held a pair at
+    /// 0.86× for half a minute. Never on a join: an instance that was known to be alone when it
+    /// learnt its rate learnt the whole hub's.
+    private mutating func joinWhatTheOthersLearnt(now: Duration) {
+        // Paused: the cut is decided when the pause ends, from a measure taken before the others
+        // were heard (`Decrease.unheard`), and raised at the next report after it.
+        guard let own = hubRate(now: now), own > 0 else { return }
+        learntUnheard = false
+        guard case .recovering = mode else { return }
+        let all = ownAcceptedPerSecond(now: now) + group.othersAccepted
+        guard all > own else { return }
+        learntAlone = false
+        hold(all, now: now)
     }
 
     /// Paces at `rate` from now as if it had recovered to it, probing on from there soon.
@@ -423,7 +459,8 @@ public struct HubPacer: Sendable, Equatable {
             decrease = Decrease(
                 pacedRate: hubRate(now: now) ?? current.sendRate(now: now),
                 spell: now - spellStart,
-                lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersLastSecond
+                lastSecond: accepted.perSecond(now: now, since: spellStart) + group.othersLastSecond,
+                unheard: isUnheard
             )
             openJudgement()
             pausedUntil = max(pausedUntil, now + (retryAfter ?? configuration.defaultPause))
@@ -437,6 +474,10 @@ public struct HubPacer: Sendable, Equatable {
     }
 
     // MARK: Internals
+
+    /// Who else sends is not known and nobody has been heard: a measure now is of this
+    /// instance's own part of the hub's traffic.
+    private var isUnheard: Bool { !group.known && group.newestSince == nil && group.departedAccepted == 0 }
 
     /// One send of this instance, counted as the hub-wide sends it stands for.
     private var weight: Double { 1 / group.share }
@@ -648,6 +689,7 @@ public struct HubPacer: Sendable, Equatable {
             ? (d.spell >= .seconds(1) ? d.lastSecond : spellAccepted / d.spell.inSeconds)
             : spellAccepted / max(d.spell, .milliseconds(250)).inSeconds
         lower(from: d.pacedRate, measured: measured, reliable: reliable, since: pausedUntil)
+        learntUnheard = d.unheard
         spellStart = pausedUntil
         spellAccepted = 0
     }
@@ -663,6 +705,7 @@ public struct HubPacer: Sendable, Equatable {
         since: Duration
     ) {
         let c = configuration
+        learntUnheard = isUnheard
         if reliable, let measured {
             let ceiling = max(c.minRate, min(pacedRate, measured))
             lastCeiling = ceiling
