@@ -267,6 +267,58 @@ struct GroupSimulation {
         #expect(group.throttled <= 0.02, "throttled after the first second: \(figures)")
     }
 
+    /// A pacer that learns its ceiling before the exchange has told it anything (1,000 a second of
+    /// its own, cut at 1 s), sending at its paced rate until `heardAt`, then told `told` (the first
+    /// report that says who else sends), and at 4 s the others sending 900 a second.
+    static func ceilingLearntUnheard(told: HubPacer.Group?, heardAt: Int64 = 2500) -> (before: Double, after: Double) {
+        var pacer = HubPacer()
+        pacer.share(HubPacer.Group(known: false), now: .zero)
+        for ms in 0..<1000 {
+            let epoch = pacer.take(now: .milliseconds(Int64(ms)))!
+            pacer.accepted(epoch: epoch, now: .milliseconds(Int64(ms)))
+        }
+        pacer.throttled(epoch: pacer.take(now: .milliseconds(1000))!, retryAfter: .seconds(1), now: .milliseconds(1000))
+        func send(from: Int64, to: Int64) {
+            for ms in from..<to {
+                while let epoch = pacer.take(now: .milliseconds(ms)) {
+                    pacer.accepted(epoch: epoch, now: .milliseconds(ms))
+                }
+            }
+        }
+        send(from: 1001, to: heardAt)
+        let before = pacer.hubRate(now: .milliseconds(heardAt)) ?? 0
+        if let told { pacer.share(told, now: .milliseconds(heardAt)) }
+        send(from: heardAt, to: 4000)
+        let others = HubPacer.Group(
+            share: 0.5,
+            othersAccepted: 900,
+            othersTaken: 900,
+            newestSince: .milliseconds(heardAt),
+            known: true
+        )
+        pacer.share(others, now: .seconds(4))
+        return (before, pacer.hubRate(now: .seconds(4)) ?? 0)
+    }
+
+    /// Heard sending at the first report: the ceiling rises to what all had accepted (its own
+    /// ~900 a second and the others' 900). Told first that it is alone, or that the others are
+    /// there but idle, it keeps its ceiling when they start sending: the others' sends are then a
+    /// join, not a part of the hub its ceiling left out.
+    @Test func aCeilingLearntBeforeTheOthersWereHeardIsRaisedOnceToWhatAllHadAccepted() {
+        let heard = Self.ceilingLearntUnheard(told: nil)
+        #expect(heard.before > 850 && heard.before < 1000, "\(heard)")
+        #expect(heard.after > 1.7 * heard.before && heard.after < 1900, "raised to the sum: \(heard)")
+        let alone = Self.ceilingLearntUnheard(told: HubPacer.Group(known: true))
+        #expect(alone.after < 1.1 * alone.before, "known alone first, then joined: \(alone)")
+        let idle = Self.ceilingLearntUnheard(
+            told: HubPacer.Group(share: 0.5, newestSince: .milliseconds(2500), known: true)
+        )
+        #expect(idle.after < 1.1 * idle.before, "others idle when first heard, then sending: \(idle)")
+        // A report that tells nothing (own reports not back, nobody heard) decides nothing.
+        let nothing = Self.ceilingLearntUnheard(told: HubPacer.Group(known: false))
+        #expect(nothing.after > 1.7 * nothing.before, "\(nothing)")
+    }
+
     /// What a remeasure waits for: the others' reports written after the cut, by this instance's
     /// clock (heard, less the latency its own reports take through the exchange), and no
     /// instance new since.

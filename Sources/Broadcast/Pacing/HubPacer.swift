@@ -40,7 +40,9 @@ import Kafka
 ///
 /// Several instances sending to one hub share its quota (`Group`): the rate learnt is the hub's,
 /// measured from what every instance had accepted, and this instance sends its share of it.
-/// Alone, the share is 1 and nothing else changes.
+/// Alone, the share is 1 and nothing else changes. A ceiling learnt before the exchange told who
+/// else sends (the first seconds of a start) measured this instance's part only: it is raised,
+/// once, to what all had accepted (`decideRateLearntUnheard`).
 ///
 /// A value: no clock, no lock; `now` is a time since any fixed origin, as in `PipelineEngine`.
 /// Simulated against a token-bucket hub, a sporadically throttling one and both in `HubPacerTests`,
@@ -230,6 +232,7 @@ public struct HubPacer: Sendable, Equatable {
         var lastCeiling: Double?
         var provenRate: Double
         var probingSpan: Duration
+        var learntUnheard: Bool
     }
 
     public let configuration: Configuration
@@ -265,10 +268,13 @@ public struct HubPacer: Sendable, Equatable {
     private var probingSpan: Duration
     /// The last ceiling was measured while no other instance was heard.
     private var learntAlone = false
-    /// The rate was last decided before the exchange told who else sends to the hub (nobody
-    /// heard, and this instance's own reports not yet back): from its own part of the hub's
-    /// traffic, which may be any part of it.
+    /// The rate was last decided before the exchange ever told who else sends to the hub (nobody
+    /// heard, and this instance's own reports never back yet): from its own part of the hub's
+    /// traffic, which may be any part of it. Decided once (`decideRateLearntUnheard`).
     private var learntUnheard = false
+    /// The exchange has told who else sends at least once: a rate decided since is never taken for
+    /// one learnt unheard (own reports that stop coming back for a while do not make it so).
+    private var everKnown = false
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
@@ -372,14 +378,8 @@ public struct HubPacer: Sendable, Equatable {
         self.group = group
         self.group.share = min(1, max(0.01, group.share))
         if let pending = remeasure { measureAgain(pending, now: now) }
-        if learntUnheard {
-            if group.othersTaken > 0 {
-                joinWhatTheOthersLearnt(now: now)
-            } else if group.known, group.newestSince == nil {
-                // Alone, and now known to be: what was learnt was the whole hub's.
-                learntUnheard = false
-            }
-        }
+        if learntUnheard { decideRateLearntUnheard(now: now) }
+        if group.known { everKnown = true }
         guard let rate = group.othersRate, rate > 0 else { return }
         switch mode {
         case .unpaced where configuration.maxRate == nil:
@@ -398,26 +398,37 @@ public struct HubPacer: Sendable, Equatable {
         }
     }
 
-    /// The others are heard for the first time since this instance learnt its rate unheard.
-    /// Instances started together all do (they learn their rates before the exchange's consumer
-    /// joins its group), each from its own part of what the hub took; from now on each sends only
-    /// its share of the hub's rate, and a ceiling held at its own part would take the group to a
-    /// fraction of the quota (`SharedQuotaTests`: 717 a second from 1,042 for three instances).
-    /// What the hub takes is what they all had accepted per second lately: a ceiling is raised
-    /// to that. A rate still doubling goes on doubling, from the busiest's rate if higher (below);
-    /// raised to the sum too, it took the others' cold-start burst for rate and held a pair at
-    /// 0.86× for half a minute. Never on a join: an instance that was known to be alone when it
-    /// learnt its rate learnt the whole hub's.
-    private mutating func joinWhatTheOthersLearnt(now: Duration) {
-        // Paused: the cut is decided when the pause ends, from a measure taken before the others
-        // were heard (`Decrease.unheard`), and raised at the next report after it.
-        guard let own = hubRate(now: now), own > 0 else { return }
-        learntUnheard = false
-        guard case .recovering = mode else { return }
-        let all = ownAcceptedPerSecond(now: now) + group.othersAccepted
-        guard all > own else { return }
-        learntAlone = false
-        hold(all, now: now)
+    /// A rate learnt unheard, at the first report that tells who else sends to the hub. Instances
+    /// started together all learn theirs so (before the exchange's consumer joins its group), each
+    /// from its own part of what the hub took; from now on each sends only its share of the hub's
+    /// rate, and a ceiling held at its own part would take the group to a fraction of the quota
+    /// (three simulated instances fell from 1,042 accepted a second to 717). What the hub takes is
+    /// what they all had accepted per second lately (never more than they all started): a ceiling
+    /// is raised to that. Decided once (within the second after a pause, only a raise is): others
+    /// heard idle then, or nobody, leave it as it is, and so does an instance joining later (one
+    /// known to be alone learnt the whole hub's rate). A rate still doubling goes on doubling,
+    /// from the busiest's rate if higher (below): raised to the sum too, it took the others'
+    /// cold-start burst for rate, and a simulated pair at a 33 ms round trip held at 0.86x of the
+    /// quota for half a minute.
+    private mutating func decideRateLearntUnheard(now: Duration) {
+        guard group.known || group.newestSince != nil else { return }
+        // Unpaced again (a sporadic verdict undid the cuts): nothing learnt to raise.
+        guard let own = hubRate(now: now) else {
+            learntUnheard = false
+            return
+        }
+        guard own > 0 else { return }
+        let all = min(acceptedPerSecond(now: now), takenPerSecond(now: now))
+        if group.othersTaken > 0, case .recovering = mode, all > own {
+            learntUnheard = false
+            learntAlone = false
+            hold(all, now: now)
+        } else if now >= pausedUntil + .seconds(1) {
+            learntUnheard = false
+        }
+        // Else sending again for less than a second after a pause: the seconds measured, this
+        // instance's and the others' (who paused too, likely), still hold it; decided at a later
+        // report.
     }
 
     /// Paces at `rate` from now as if it had recovered to it, probing on from there soon.
@@ -475,9 +486,9 @@ public struct HubPacer: Sendable, Equatable {
 
     // MARK: Internals
 
-    /// Who else sends is not known and nobody has been heard: a measure now is of this
+    /// The exchange has never told who else sends, and nobody is heard: a measure now is of this
     /// instance's own part of the hub's traffic.
-    private var isUnheard: Bool { !group.known && group.newestSince == nil && group.departedAccepted == 0 }
+    private var isUnheard: Bool { !everKnown && group.newestSince == nil && group.departedAccepted == 0 }
 
     /// One send of this instance, counted as the hub-wide sends it stands for.
     private var weight: Double { 1 / group.share }
@@ -559,6 +570,7 @@ public struct HubPacer: Sendable, Equatable {
             lastCeiling = before.lastCeiling
             provenRate = before.provenRate
             probingSpan = before.probingSpan
+            learntUnheard = before.learntUnheard
             judging = nil
             startEpoch(at: now)
         } else if stillThrottled {
@@ -689,7 +701,8 @@ public struct HubPacer: Sendable, Equatable {
             ? (d.spell >= .seconds(1) ? d.lastSecond : spellAccepted / d.spell.inSeconds)
             : spellAccepted / max(d.spell, .milliseconds(250)).inSeconds
         lower(from: d.pacedRate, measured: measured, reliable: reliable, since: pausedUntil)
-        learntUnheard = d.unheard
+        // Unheard when throttled, and not told since that it is alone: decided at a report after.
+        learntUnheard = d.unheard && !(group.known && group.newestSince == nil)
         spellStart = pausedUntil
         spellAccepted = 0
     }
@@ -729,7 +742,13 @@ public struct HubPacer: Sendable, Equatable {
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
     private mutating func openJudgement() {
         if judging == nil {
-            judging = Before(mode: mode, lastCeiling: lastCeiling, provenRate: provenRate, probingSpan: probingSpan)
+            judging = Before(
+                mode: mode,
+                lastCeiling: lastCeiling,
+                provenRate: provenRate,
+                probingSpan: probingSpan,
+                learntUnheard: learntUnheard
+            )
         }
     }
 
