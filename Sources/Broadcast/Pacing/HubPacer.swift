@@ -657,6 +657,7 @@ public struct HubPacer: Sendable, Equatable {
             measured: enough ? measured : nil,
             reliable: longEnough && enough,
             likelyLow: climbing || justAfterCut,
+            unheard: isUnheard,
             since: now
         )
         startEpoch(at: now)
@@ -700,25 +701,27 @@ public struct HubPacer: Sendable, Equatable {
             reliable
             ? (d.spell >= .seconds(1) ? d.lastSecond : spellAccepted / d.spell.inSeconds)
             : spellAccepted / max(d.spell, .milliseconds(250)).inSeconds
-        lower(from: d.pacedRate, measured: measured, reliable: reliable, since: pausedUntil)
         // Unheard when throttled, and not told since that it is alone: decided at a report after.
-        learntUnheard = d.unheard && !(group.known && group.newestSince == nil)
+        let unheard = d.unheard && !(group.known && group.newestSince == nil)
+        lower(from: d.pacedRate, measured: measured, reliable: reliable, unheard: unheard, since: pausedUntil)
         spellStart = pausedUntil
         spellAccepted = 0
     }
 
     /// The rate after a cut. From a reliable measure: back up along the cubic from it (never above
     /// the rate paced at). Otherwise at least halve (and no higher than a measure there is), then
-    /// probe upward by doubling.
+    /// probe upward by doubling. `unheard`: measured from this instance's part alone (see
+    /// `learntUnheard`).
     private mutating func lower(
         from pacedRate: Double,
         measured: Double?,
         reliable: Bool,
         likelyLow: Bool = false,
+        unheard: Bool,
         since: Duration
     ) {
         let c = configuration
-        learntUnheard = isUnheard
+        learntUnheard = unheard
         if reliable, let measured {
             let ceiling = max(c.minRate, min(pacedRate, measured))
             lastCeiling = ceiling
