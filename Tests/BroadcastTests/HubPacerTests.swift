@@ -246,10 +246,7 @@ struct PacerSimulation {
 
     @Test func aThrottleCutsTheRateButPausesNothing() {
         var pacer = HubPacer()
-        for ms in 0..<1000 {
-            let epoch = pacer.take(now: .milliseconds(Int64(ms)))!
-            pacer.accepted(epoch: epoch, now: .milliseconds(Int64(ms)))
-        }
+        pacer.sendOneAMillisecond(0..<1000)
         let epoch = pacer.take(now: .milliseconds(1000))!
         pacer.throttled(epoch: epoch, retryAfter: .seconds(3), now: .milliseconds(1001))
         #expect(pacer.epoch == epoch + 1)
@@ -257,6 +254,22 @@ struct PacerSimulation {
         let rate = pacer.rate(now: .milliseconds(1001))
         #expect(rate.map { $0 > 850 && $0 < 950 } == true, "0.9 × the 1,000/s accepted: \(String(describing: rate))")
         #expect(pacer.take(now: .milliseconds(1002)) == epoch + 1)
+    }
+
+    /// What an instance asks the others for: what it sends lately and what waits. Its backlog
+    /// gone, it asks for what it sent over the last 300 ms, not over the last second.
+    @Test func theDemandFollowsTheLast300MillisecondsWhenTheyAreLess() {
+        var pacer = HubPacer()
+        pacer.sendOneAMillisecond(0..<1000)
+        #expect(abs(pacer.demand(waiting: 40, now: .milliseconds(1000)) - 1040) < 15)
+        // Stopped at 1 s: 400 ms later the last second still holds 500 sends, the last 300 ms none.
+        #expect(pacer.ownTakenPerSecond(now: .milliseconds(1400)) > 550)
+        #expect(pacer.demand(waiting: 0, now: .milliseconds(1400)) == 0)
+        #expect(pacer.demand(waiting: 25, now: .milliseconds(1400)) == 25)
+        // Sending again: never more than the second's rate (more means items wait).
+        pacer.sendOneAMillisecond(2500..<2600)
+        let second = pacer.ownTakenPerSecond(now: .milliseconds(2600))
+        #expect(pacer.demand(waiting: 0, now: .milliseconds(2600)) == second)
     }
 
     @Test func sendsOfAnEarlierEpochDoNotLowerTheRateAgain() {
@@ -337,30 +350,19 @@ struct PacerSimulation {
     @Test(arguments: [nil, 1050..<1310, 1000..<1260] as [Range<Int64>?])
     func aCutWithinASecondOfTheCutBeforeIsProbedPastSoonUnlessSendingStoppedBetween(quiet: Range<Int64>?) {
         var pacer = HubPacer()
-        // Every send taken is answered at once, accepted, every millisecond from `from` to `to`.
-        func send(from: Int64, to: Int64) {
-            for ms in from..<to {
-                while let epoch = pacer.take(now: .milliseconds(ms)) {
-                    pacer.accepted(epoch: epoch, now: .milliseconds(ms))
-                }
-            }
-        }
         // Unpaced for a second, then the first cut.
-        for ms in 0..<1000 {
-            let epoch = pacer.take(now: .milliseconds(Int64(ms)))!
-            pacer.accepted(epoch: epoch, now: .milliseconds(Int64(ms)))
-        }
-        pacer.throttled(epoch: pacer.take(now: .milliseconds(1000))!, retryAfter: .seconds(1), now: .milliseconds(1000))
+        pacer.sendOneAMillisecond(0..<1000)
+        pacer.throttleOne(at: 1000)
         // 0.9 s later the second, sending throughout or with 260 ms of nothing (longer than the
         // quiet gap; the 590 or 640 ms of sends after it still a reliable measure).
         if let quiet {
-            send(from: 1000, to: quiet.lowerBound)
-            send(from: quiet.upperBound, to: 1900)
+            pacer.sendEveryToken(1000..<quiet.lowerBound)
+            pacer.sendEveryToken(quiet.upperBound..<1900)
         } else {
-            send(from: 1000, to: 1900)
+            pacer.sendEveryToken(1000..<1900)
         }
         let epoch = pacer.epoch
-        pacer.throttled(epoch: pacer.take(now: .milliseconds(1900))!, retryAfter: .seconds(1), now: .milliseconds(1900))
+        pacer.throttleOne(at: 1900)
         #expect(pacer.epoch == epoch + 1)
         guard case .recovering = pacer.mode else {
             Issue.record("a reliable cut recovers along the cubic: \(pacer.mode)")

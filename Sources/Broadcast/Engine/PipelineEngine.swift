@@ -160,10 +160,9 @@ public struct PipelineEngine<Send: Sendable>: Sendable {
     /// A hub's pacer, for what it measured and decided (reports to other instances, gauges).
     public func pace(hub: Int = 0) -> HubPacer { hubs[hub].pacer }
 
-    /// Sends per second this instance could use at a hub: what it starts, and what waits for a
-    /// token or for a throttle's `Retry-After` (as if it were to go within the next second).
+    /// Sends per second this instance could use at a hub (`HubPacer.demand`).
     public func paceDemand(now: Duration, hub: Int = 0) -> Double {
-        hubs[hub].pacer.ownTakenPerSecond(now: now) + Double(hubs[hub].waiting)
+        hubs[hub].pacer.demand(waiting: hubs[hub].waiting, now: now)
     }
 
     /// Of `paceDemand`, the breaking sends waiting: the other instances make room for them first.

@@ -369,6 +369,21 @@ public struct HubPacer: Sendable, Equatable {
 
     /// Sends this instance started per second, lately.
     public func ownTakenPerSecond(now: Duration) -> Double { taken.perSecond(now: now, since: nil) }
+
+    /// Sends per second this instance could use at the hub, the share it asks the others for:
+    /// what it started lately and what waits to start (for a token, a `Retry-After`, a slot) as if
+    /// it were to go within the next second. "Lately" is the last `demandWindow` when that is
+    /// less than the last second: an instance whose partitions ran dry asked for its last
+    /// second's rate for a second more, and held a share it no longer used (two simulated
+    /// instances, backlogs 5,000 and 40,000: 0.80x of the quota over the two seconds after the
+    /// small one ran dry, 0.89x so). Never more than the second's rate: asking above what it
+    /// sends means items wait (`QuotaShare`'s busiest).
+    public func demand(waiting: Int, now: Duration) -> Double {
+        let lately = min(ownTakenPerSecond(now: now), taken.perSecond(now: now, since: now - Self.demandWindow))
+        return lately + Double(max(0, waiting))
+    }
+    private static let demandWindow: Duration = .milliseconds(300)
+
     /// Sends of this instance accepted per second, lately, while it was sending (a second that
     /// began with a quiet spell is measured from its end).
     public func ownAcceptedPerSecond(now: Duration) -> Double { accepted.perSecond(now: now, since: busySince) }
