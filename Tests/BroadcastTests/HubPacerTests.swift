@@ -256,22 +256,6 @@ struct PacerSimulation {
         #expect(pacer.take(now: .milliseconds(1002)) == epoch + 1)
     }
 
-    /// What an instance asks the others for: what it sends lately and what waits. Its backlog
-    /// gone, it asks for what it sent over the last 300 ms, not over the last second.
-    @Test func theDemandFollowsTheLast300MillisecondsWhenTheyAreLess() {
-        var pacer = HubPacer()
-        pacer.sendOneAMillisecond(0..<1000)
-        #expect(abs(pacer.demand(waiting: 40, now: .milliseconds(1000)) - 1040) < 15)
-        // Stopped at 1 s: 400 ms later the last second still holds 500 sends, the last 300 ms none.
-        #expect(pacer.ownTakenPerSecond(now: .milliseconds(1400)) > 550)
-        #expect(pacer.demand(waiting: 0, now: .milliseconds(1400)) == 0)
-        #expect(pacer.demand(waiting: 25, now: .milliseconds(1400)) == 25)
-        // Sending again: never more than the second's rate (more means items wait).
-        pacer.sendOneAMillisecond(2500..<2600)
-        let second = pacer.ownTakenPerSecond(now: .milliseconds(2600))
-        #expect(pacer.demand(waiting: 0, now: .milliseconds(2600)) == second)
-    }
-
     @Test func sendsOfAnEarlierEpochDoNotLowerTheRateAgain() {
         var pacer = HubPacer()
         var epochs: [Int] = []

@@ -487,12 +487,12 @@ struct GroupSimulation {
     }
 
     /// Two instances draining backlogs of `small` and 40,000 items at the quota: when the small one
-    /// runs dry, the other takes its share within a report or two. Asking for its last second's
-    /// rate for a second after it ran dry, it held the share it no longer used: 0.80x of the quota
-    /// over the next two seconds (0.89x asking for its last 300 ms). Reports 100 ms late, answers
-    /// after 1 ms.
+    /// runs dry, the other takes its share as the small one's demand (its last second's rate)
+    /// fades, within a second: 0.80x of the quota over the two seconds after. Counting its last
+    /// 300 ms made that 0.89x, but an instance whose items come in bursts then lost its share
+    /// between them (`HubPacer.demand`). Reports 100 ms late, answers after 1 ms.
     @Test(arguments: [3000, 5000])
-    func anInstanceWhoseBacklogRunsDryGivesItsShareBackAtOnce(small: Int) async {
+    func anInstanceWhoseBacklogRunsDryGivesItsShareBackWithinASecond(small: Int) async {
         var sim = GroupSimulation(quota: Self.quota, backlogs: [small, 40_000])
         sim.delay = .milliseconds(100)
         var dryAt = Duration.zero
@@ -505,7 +505,7 @@ struct GroupSimulation {
         let after = sim.acceptedPerSecond(from: dryAt, to: dryAt + .seconds(2)) / Self.quota
         #expect(sim.instances[0].backlog == 0, "ran dry by \(dryAt)")
         #expect(before >= 0.95, "the three seconds before, both sending: \(before)")
-        #expect(after >= 0.85, "the two seconds after it ran dry: \(after)")
+        #expect(after >= 0.75, "the two seconds after it ran dry: \(after)")
     }
 
     /// Found by a randomised search of group runs (below): the first two throttled 48% and 46%
