@@ -113,16 +113,17 @@ struct GroupSimulation {
     }
 
     private func report(_ s: Instance, leaving: Bool) -> QuotaReport {
-        let taken = s.pacer.ownTakenPerSecond(now: now)
+        // As the engine holds only so many sends, what an instance here says waits is bounded.
+        let waiting = max(0, min(s.waiting, 2000))
         return QuotaReport(
             instance: s.name,
             hub: "hub",
             accepted: s.pacer.ownAcceptedPerSecond(now: now),
-            taken: taken,
-            demand: s.pacer.demand(waiting: min(s.waiting, 2000), now: now),
+            taken: s.pacer.ownTakenPerSecond(now: now),
+            demand: s.pacer.demand(waiting: waiting, now: now),
             rate: s.pacer.hubRate(now: now),
             leaving: leaving,
-            urgent: s.breaking ? Double(max(0, min(s.waiting, 2000))) : nil
+            urgent: s.breaking ? Double(waiting) : nil
         )
     }
 
