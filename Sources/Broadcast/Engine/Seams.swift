@@ -74,8 +74,9 @@ extension Sender {
 /// Carries reports between the instances that send to one hub, so that they share its quota:
 /// a Kafka topic in `run`, memory in tests.
 public protocol QuotaExchange: Sendable {
-    /// Called once, before the first `publish`: every report heard (this instance's own too,
-    /// which the pipeline ignores) goes to `handler`.
+    /// Called once, before the first `publish`: every report heard goes to `handler`, this
+    /// instance's own too (it tells that the exchange works, how long it takes, and what the
+    /// others have of this instance's ask).
     func onReport(_ handler: @escaping @Sendable (QuotaReport) -> Void)
     /// Hands this instance's report to the medium; never waits for it.
     func publish(_ report: QuotaReport)

@@ -125,10 +125,11 @@ public struct HubPacer: Sendable, Equatable {
         /// Sends per second the others had accepted and started, lately.
         public var othersAccepted = 0.0
         public var othersTaken = 0.0
-        /// The hub's rate the busiest of the others paces at (nil: none paces). An instance that
-        /// never heard a throttle starts there rather than cold, one probing upward goes on from
-        /// there if it is higher (the busiest reached it without a throttle), and so does one
-        /// that learnt its rate before it heard the others.
+        /// The hub's rate the busiest of the others with items waiting paces at, if it has had
+        /// more sends accepted a second than this paced instance (nil: none such). An instance
+        /// that never heard a throttle starts there rather than cold, one probing upward goes on
+        /// from there if it is higher (the busiest reached it without a throttle), and so does
+        /// one that learnt its rate before it heard the others.
         public var othersRate: Double?
         /// The others' reports behind these figures were all written after this (by this
         /// instance's clock: when each was heard, less the exchange's latency as this instance's

@@ -52,8 +52,9 @@ public struct QuotaReport: Sendable, Equatable, Codable {
 /// does within one: each instance's urgent ask (`QuotaReport.urgent`) is met before any other ask,
 /// so breaking items on a quiet instance do not wait behind another's bulk backlog.
 ///
-/// Every instance computes the same split from the same reports, so the shares add up to the
-/// whole rate without anyone deciding; a report late by a round skews one split by one round.
+/// Every instance computes the same split from the same reports, its own as the others have it,
+/// so the shares add up to the whole rate without anyone deciding; a report late by a round skews
+/// one split by one round.
 /// A value with an injected `now`, like the pacer.
 public struct QuotaShare: Sendable, Equatable {
     public struct Configuration: Sendable, Equatable {
@@ -66,6 +67,10 @@ public struct QuotaShare: Sendable, Equatable {
         /// long since the first split cannot be written or read: this instance paces alone, and
         /// knows it.
         public var silentAfter: Duration = .seconds(10)
+        /// This instance's own report, heard back, stands for its ask in the split for this long
+        /// (four reports' time): older, its side of the exchange lags, and its demand of the moment
+        /// is nearer what the others have of it than a report they have long replaced.
+        public var ownReportFor: Duration = .seconds(1)
         /// How long the others take to make room for this instance's breaking news: their next
         /// split after its report reaches them. Its own share counts its urgent ask only once the
         /// ask is this old, so that the group never sends more than the hub takes in between
@@ -112,6 +117,12 @@ public struct QuotaShare: Sendable, Equatable {
     private var heardSelfAt: Duration?
     private var heardAnyAt: Duration?
     private var firstAskedAt: Duration?
+    /// This instance's newest report heard back, and when: its ask as the others have it.
+    private struct OwnReport: Sendable, Equatable {
+        var report: QuotaReport
+        var at: Duration
+    }
+    private var heardSelf: OwnReport?
     /// Since when this instance has asked for breaking news without a pause.
     private var urgentSince: Duration?
     /// This instance's own reports not yet heard back, by number, and when each was stamped;
@@ -150,6 +161,9 @@ public struct QuotaShare: Sendable, Equatable {
         guard report.hub == hub else { return }
         guard report.instance != instance else {
             heardSelfAt = now
+            // One producer, one key: reports come back in order; an older one is not the newest ask.
+            let newer = heardSelf?.report.seq.flatMap { held in report.seq.map { $0 >= held } } ?? true
+            if newer { heardSelf = OwnReport(report: report, at: now) }
             if let seq = report.seq, let at = stampedAt.removeValue(forKey: seq) { latency = now - at }
             return
         }
@@ -168,10 +182,11 @@ public struct QuotaShare: Sendable, Equatable {
 
     /// What the pacer needs to share the hub: this instance's share of `rate` (the hub's, every
     /// instance together; nil while unpaced: what they all start) given its own `demand` (of which
-    /// `urgent` breaking sends wait) and `taken` per second, and the others' measures.
+    /// `urgent` breaking sends wait), `accepted` and `taken` per second, and the others' measures.
     public mutating func group(
         demand: Double,
         urgent: Double = 0,
+        accepted: Double,
         taken: Double,
         rate: Double?,
         now: Duration
@@ -183,6 +198,7 @@ public struct QuotaShare: Sendable, Equatable {
         urgentSince = urgent > 0 ? urgentSince ?? now : nil
         let others = Array(peers.values.map(\.report))
         let known = isKnown(now: now)
+        let paced = rate != nil
         guard !others.isEmpty else {
             return HubPacer.Group(departedAccepted: gone, known: known)
         }
@@ -190,17 +206,32 @@ public struct QuotaShare: Sendable, Equatable {
         let rate = rate.flatMap { $0 > 0 ? $0 : nil } ?? (taken + others.reduce(0) { $0 + $1.taken })
         // Breaking news first: each urgent ask is the rate that sends what waits within
         // `urgentWithin`; this instance's own counts once the others have had time to make room.
-        let ownUrgent = urgentSince.map { now - $0 >= configuration.urgentAfter } == true ? urgent : 0
+        // Its own ask as the others have it (its last report heard back), not as it is now: split
+        // with its demand of the moment beside their reports of the last round, an instance whose
+        // items come in bursts held 0.10 of the hub between them while the others still left it
+        // 0.50 (simulated beside a backlog, shares adding up to 0.60-0.84 and the hub at 0.80x).
+        // Until the exchange carries its own reports, what it has is its own demand. (When an
+        // urgent ask has just ended, its last report may still carry it: the others count it a
+        // round longer than this instance does, which leaves the hub a round's room unused.)
+        let heard = heardSelf.flatMap { now - $0.at < configuration.ownReportFor ? $0.report : nil }
+        let ownDemand = heard?.demand ?? demand, ownUrgentAsk = heard.map { $0.urgent ?? 0 } ?? urgent
+        let ownUrgent = urgentSince.map { now - $0 >= configuration.urgentAfter } == true ? ownUrgentAsk : 0
         let urgentAsks = ([ownUrgent] + others.map { $0.urgent ?? 0 }).map { $0 / Self.urgentWithin.inSeconds }
-        let otherDemands = [demand - urgent] + others.map { $0.demand - ($0.urgent ?? 0) }
+        let otherDemands = [ownDemand - ownUrgentAsk] + others.map { $0.demand - ($0.urgent ?? 0) }
         let otherAsks = otherDemands.map { max(0, $0) * configuration.headroom }
         let share = Self.allocate(rate, urgent: urgentAsks, rest: otherAsks)[0] / max(rate, 1e-9)
         // The rate of the busiest one with items waiting (for a token, a `Retry-After` or a free
-        // slot: demand, a rate plus a count, above what it sends) has been tried; the rate of one
-        // with nothing waiting (its partitions ran dry, or see a trickle) grew unchecked, and
-        // taken up by the others it would be a throttle storm.
-        let busiest = others.filter { $0.rate != nil && $0.demand >= $0.taken + 1 }
-            .max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
+        // slot: demand, a rate plus a count, above what it sends) has likely been tried, if it
+        // has had more sends accepted a second than this instance lately; the rate of one with
+        // nothing waiting (its partitions ran dry, or see a trickle) grew unchecked, and taken up
+        // by the others it would be a throttle storm. So does the rate of one whose items come in
+        // bursts, between throttles: taken up by a busier one while a burst waited, it held a
+        // simulated pair at 0.57x of the quota. One not paced yet (a cold start, a join) has no
+        // rate of its own, and any of theirs is nearer the hub's than none.
+        let busiest = others.filter {
+            $0.rate != nil && $0.demand >= $0.taken + 1 && (!paced || $0.accepted > accepted)
+        }
+        .max { ($0.accepted, $0.instance) < ($1.accepted, $1.instance) }
         return HubPacer.Group(
             share: share,
             othersAccepted: others.reduce(0) { $0 + $1.accepted },
@@ -215,7 +246,14 @@ public struct QuotaShare: Sendable, Equatable {
 
     /// The same for the report this instance has just published.
     public mutating func group(_ own: QuotaReport, now: Duration) -> HubPacer.Group {
-        group(demand: own.demand, urgent: own.urgent ?? 0, taken: own.taken, rate: own.rate, now: now)
+        group(
+            demand: own.demand,
+            urgent: own.urgent ?? 0,
+            accepted: own.accepted,
+            taken: own.taken,
+            rate: own.rate,
+            now: now
+        )
     }
 
     /// Who else sends to the hub is known: this instance's own report came back lately, or the
