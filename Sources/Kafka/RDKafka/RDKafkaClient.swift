@@ -66,6 +66,18 @@ final class RDKafkaClient: @unchecked Sendable {
     /// A group consumer's partitions, each read from a queue of its own (nil for the topic
     /// reader, whose assigned partitions share the consumer queue).
     private let partitionQueues: PartitionQueues?
+    /// Where each assigned partition's reading starts, looked up when it is assigned: librdkafka
+    /// knows a partition's position only once one of its messages was consumed, and a partition
+    /// read to its end before it came here (a quiet category, after a rebalance or a restart) has
+    /// none to consume. Counted from its first offset instead, its whole history was lag.
+    private let startOffsets = Mutex<[TopicPartition: StartOffset]>([:])
+
+    private enum StartOffset {
+        /// The group's committed offset, or the offset the topic reader was asked to start at.
+        case at(Int64)
+        /// Nothing committed (or a logical offset asked for): counted from the partition's first.
+        case fromFirst
+    }
 
     init(
         role: Role,
@@ -275,6 +287,10 @@ final class RDKafkaClient: @unchecked Sendable {
         defer { rd_kafka_topic_partition_list_destroy(list) }
         let err = rd_kafka_assign(handle, list)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "assign") }
+        startOffsets.withLock { starts in
+            starts = [:]
+            for entry in offsets { starts[entry.topicPartition] = entry.offset >= 0 ? .at(entry.offset) : .fromFirst }
+        }
     }
 
     /// The first offset a partition still holds and the offset its next message will get, as the
@@ -325,6 +341,7 @@ final class RDKafkaClient: @unchecked Sendable {
         let list = makeList(partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) })
         defer { rd_kafka_topic_partition_list_destroy(list) }
         guard rd_kafka_position(handle, list) == RD_KAFKA_RESP_ERR_NO_ERROR else { return 0 }
+        let starts = startOffsets.withLock { $0 }
         var total: Int64 = 0
         for entry in read(list) {
             var low: Int64 = 0, high: Int64 = 0
@@ -338,7 +355,16 @@ final class RDKafkaClient: @unchecked Sendable {
                 )
                     == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0
             else { continue }
-            let position = entry.offset >= 0 ? entry.offset : low
+            let position: Int64
+            if entry.offset >= 0 {
+                position = entry.offset
+            } else {
+                switch starts[entry.topicPartition] {
+                case .at(let offset): position = offset
+                case .fromFirst: position = low
+                case nil: continue
+                }
+            }
             total += max(0, high - position)
         }
         return total
@@ -398,6 +424,7 @@ final class RDKafkaClient: @unchecked Sendable {
                 check(rd_kafka_assign(handle, list), "assign")
             }
             _ = callbacks.onRebalance?(.assign, partitions)
+            lookUpStartOffsets(partitions)
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             // The application finishes (or abandons) the revoked partitions' work; what it finished
             // is committed here, while the partitions are still ours, before they go.
@@ -406,15 +433,37 @@ final class RDKafkaClient: @unchecked Sendable {
             if cooperative {
                 check(rd_kafka_incremental_unassign(handle, list), "incremental unassign")
                 partitionQueues?.release(Set(partitions))
+                startOffsets.withLock { starts in for partition in partitions { starts[partition] = nil } }
             } else {
                 check(rd_kafka_assign(handle, nil), "unassign")
                 partitionQueues?.release(nil)
+                startOffsets.withLock { $0 = [:] }
             }
         default:
             callbacks.logger.warning("Rebalance failed", metadata: ["error": "\(KafkaError.rdKafka(err))"])
             commitOnRevoke(callbacks.onRebalance?(.revoke, partitions) ?? [])
             check(rd_kafka_assign(handle, nil), "unassign after a failed rebalance")
             partitionQueues?.release(nil)
+            startOffsets.withLock { $0 = [:] }
+        }
+    }
+
+    /// One round trip to the group's coordinator per assignment, on the poll thread (as the commit
+    /// on revoke is). Unanswered, the partitions count no lag until one of their messages is read.
+    private func lookUpStartOffsets(_ partitions: [TopicPartition]) {
+        guard !partitions.isEmpty else { return }
+        do throws(KafkaError) {
+            let committed = try committed(partitions, timeoutMs: 5000)
+            startOffsets.withLock { starts in
+                for partition in partitions {
+                    starts[partition] = committed[partition].map { .at($0) } ?? .fromFirst
+                }
+            }
+        } catch {
+            callbacks.logger.info(
+                "Committed offsets of newly assigned partitions not known; their lag counts from their first read",
+                metadata: ["error": "\(error)"]
+            )
         }
     }
 
