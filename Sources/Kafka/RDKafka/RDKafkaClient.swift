@@ -88,7 +88,7 @@ final class RDKafkaClient: @unchecked Sendable {
     ) throws(KafkaError) {
         let conf = rd_kafka_conf_new()!
         var errorText = [CChar](repeating: 0, count: 512)
-        for (key, value) in properties.sorted(by: { $0.key < $1.key }) {
+        for (key, value) in properties.sorted(by: { $0.key < $1.key }) where PropertyScopes.applies(key, to: role) {
             let result = rd_kafka_conf_set(conf, key, value, &errorText, errorText.count)
             if result != RD_KAFKA_CONF_OK {
                 rd_kafka_conf_destroy(conf)

@@ -1,0 +1,58 @@
+import Logging
+import Synchronization
+import Testing
+
+@testable import Kafka
+
+/// Properties passed through to librdkafka go to the kind of client they are for.
+@Suite struct PropertyScopesTests {
+    @Test func theInstalledLibrdkafkaSaysWhichPropertiesAreForWhichClient() {
+        let table = PropertyScopes.table
+        #expect(table.count > 50, "\(table.count) properties read")
+        #expect(table["partition.assignment.strategy"] == .consumer)
+        #expect(table["group.id"] == .consumer)
+        #expect(table["auto.offset.reset"] == .consumer)
+        #expect(table["linger.ms"] == .producer)
+        #expect(table["acks"] == .producer)
+        #expect(table["bootstrap.servers"] == nil)
+        #expect(PropertyScopes.applies("no.such.property", to: .producer))
+    }
+
+    /// The cooperative assignor, as the Kubernetes Deployment sets it, given to `hubcast run`'s
+    /// producers too: librdkafka warned at each start that it ignores it there.
+    @Test(arguments: [
+        (RDKafkaClient.Role.producer, "partition.assignment.strategy", "cooperative-sticky"),
+        (RDKafkaClient.Role.consumer, "linger.ms", "20"),
+    ])
+    func aPropertyOfTheOtherKindOfClientIsNotGivenToIt(role: RDKafkaClient.Role, key: String, value: String) throws {
+        let lines = Lines()
+        let logger = Logger(label: "test") { _ in CapturingHandler(lines: lines) }
+        var properties = ["bootstrap.servers": "127.0.0.1:9", key: value]
+        if role == .consumer { properties["group.id"] = "scopes" }
+        let client = try RDKafkaClient(role: role, properties: properties, logger: logger)
+        if role == .consumer { client.consumerClose() }
+        client.destroy()
+        let warned = lines.all.withLock { $0 }.filter { $0.contains("CONFWARN") }
+        #expect(warned.isEmpty, "\(warned)")
+    }
+}
+
+private final class Lines: Sendable {
+    let all = Mutex<[String]>([])
+}
+
+/// Keeps every line logged at warning or above, with its metadata.
+private struct CapturingHandler: LogHandler {
+    let lines: Lines
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .warning
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lines.all.withLock { $0.append("\(event.message) \(event.metadata ?? [:])") }
+    }
+}
