@@ -18,6 +18,25 @@ import Testing
         #expect(PropertyScopes.applies("no.such.property", to: .producer))
     }
 
+    @Test func theTableIsReadByItsFirstTwoColumns() {
+        let text = """
+            ## Global configuration properties
+
+            Property                  | C/P | Range | Default | Importance | Description
+            --------------------------|-----|-------|--------:|------------| -----------
+            client.id                 |  *  |       | rdkafka | low        | Client identifier.
+            group.id                  |  C  |       |         | high       | Client group id | with a bar.
+            linger.ms                 |  P  | 0 .. 9 |      5 | high       | Alias.
+            offset.store.method       |  C  |       |  broker | low        | Global row.
+
+            ## Topic configuration properties
+
+            offset.store.method       |  P  |       |  broker | low        | A conflicting topic row.
+            """
+        let table = PropertyScopes.parse(text)
+        #expect(table == ["group.id": .consumer, "linger.ms": .producer, "offset.store.method": .consumer])
+    }
+
     /// The cooperative assignor, as the Kubernetes Deployment sets it, given to `hubcast run`'s
     /// producers too: librdkafka warned at each start that it ignores it there.
     @Test(arguments: [

@@ -29,6 +29,9 @@ enum PropertyScopes {
             let columns = line.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
             guard columns.count == 3 else { continue }
             let name = columns[0].trimmingCharacters(in: .whitespaces)
+            // A name in both tables (global and topic) keeps its first row: librdkafka resolves a
+            // name to the global property first.
+            guard scopes[name] == nil else { continue }
             switch columns[1].trimmingCharacters(in: .whitespaces) {
             case "C": scopes[name] = .consumer
             case "P": scopes[name] = .producer
@@ -41,10 +44,17 @@ enum PropertyScopes {
     private static func librdkafkaTable() -> String {
         var buffer: UnsafeMutablePointer<CChar>?
         var size = 0
-        guard let stream = open_memstream(&buffer, &size) else { return "" }
-        rd_kafka_conf_properties_show(stream)
-        fclose(stream)
-        guard let buffer else { return "" }
+        // The stream writes the buffer's address and size through these pointers until it is
+        // closed, so they must outlive the call that opens it.
+        let opened = withUnsafeMutablePointer(to: &buffer) { bufferAddress in
+            withUnsafeMutablePointer(to: &size) { sizeAddress in
+                guard let stream = open_memstream(bufferAddress, sizeAddress) else { return false }
+                rd_kafka_conf_properties_show(stream)
+                fclose(stream)
+                return true
+            }
+        }
+        guard opened, let buffer else { return "" }
         defer { free(buffer) }
         return String(cString: buffer)
     }

@@ -3,7 +3,8 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Owns one `rd_kafka_t` handle; the only place (with `RDKafkaMockCluster`) that calls librdkafka.
+/// Owns one `rd_kafka_t` handle; the only place (with `RDKafkaMockCluster` and `PropertyScopes`)
+/// that calls librdkafka.
 ///
 /// Unchecked: the handle is a C pointer, which the compiler cannot see shared safely. It is:
 /// librdkafka's calls are thread-safe; the consumer's calls from other threads (commit, committed
@@ -71,11 +72,15 @@ final class RDKafkaClient: @unchecked Sendable {
     /// read to its end before it came here (a quiet category, after a rebalance or a restart) has
     /// none to consume. Counted from its first offset instead, its whole history was lag.
     private let startOffsets = Mutex<[TopicPartition: StartOffset]>([:])
+    /// Set before the consumer closes: an assignment then is being dropped, and librdkafka answers
+    /// a committed-offsets lookup only when its time is up.
+    private let closing = Atomic(false)
 
     private enum StartOffset {
         /// The group's committed offset, or the offset the topic reader was asked to start at.
         case at(Int64)
-        /// Nothing committed (or a logical offset asked for): counted from the partition's first.
+        /// Nothing committed, or the lookup failed: counted from the partition's first offset, too
+        /// high rather than hiding a backlog from an alert on lag.
         case fromFirst
     }
 
@@ -287,9 +292,10 @@ final class RDKafkaClient: @unchecked Sendable {
         defer { rd_kafka_topic_partition_list_destroy(list) }
         let err = rd_kafka_assign(handle, list)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw .rdKafka(err, context: "assign") }
+        // Logical offsets (the end, the stored one) are not known here: counted from the first read.
         startOffsets.withLock { starts in
             starts = [:]
-            for entry in offsets { starts[entry.topicPartition] = entry.offset >= 0 ? .at(entry.offset) : .fromFirst }
+            for entry in offsets where entry.offset >= 0 { starts[entry.topicPartition] = .at(entry.offset) }
         }
     }
 
@@ -360,7 +366,8 @@ final class RDKafkaClient: @unchecked Sendable {
                 position = entry.offset
             } else {
                 switch starts[entry.topicPartition] {
-                case .at(let offset): position = offset
+                // Below the first offset when retention removed what was committed: read from there.
+                case .at(let offset): position = max(offset, low)
                 case .fromFirst: position = low
                 case nil: continue
                 }
@@ -390,6 +397,7 @@ final class RDKafkaClient: @unchecked Sendable {
 
     /// Leaves the group (running the final revoke) and stops fetching.
     func consumerClose() {
+        closing.store(true, ordering: .relaxed)
         partitionQueues?.releaseAll()
         let err = rd_kafka_consumer_close(handle)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -449,21 +457,22 @@ final class RDKafkaClient: @unchecked Sendable {
     }
 
     /// One round trip to the group's coordinator per assignment, on the poll thread (as the commit
-    /// on revoke is). Unanswered, the partitions count no lag until one of their messages is read.
+    /// on revoke is), so at most 2 s: the poll thread also takes the messages. Until it is
+    /// answered the partitions count no lag; unanswered, they count from their first offset.
     private func lookUpStartOffsets(_ partitions: [TopicPartition]) {
-        guard !partitions.isEmpty else { return }
+        guard !partitions.isEmpty, !closing.load(ordering: .relaxed) else { return }
+        let committed: [TopicPartition: Int64]
         do throws(KafkaError) {
-            let committed = try committed(partitions, timeoutMs: 5000)
-            startOffsets.withLock { starts in
-                for partition in partitions {
-                    starts[partition] = committed[partition].map { .at($0) } ?? .fromFirst
-                }
-            }
+            committed = try self.committed(partitions, timeoutMs: 2000)
         } catch {
+            committed = [:]
             callbacks.logger.info(
-                "Committed offsets of newly assigned partitions not known; their lag counts from their first read",
+                "Committed offsets of newly assigned partitions not known; their lag counts from their first offset until one of their messages is read",
                 metadata: ["error": "\(error)"]
             )
+        }
+        startOffsets.withLock { starts in
+            for partition in partitions { starts[partition] = committed[partition].map { .at($0) } ?? .fromFirst }
         }
     }
 
