@@ -34,10 +34,10 @@ goals with PASS/MISS, writes benchmarks/results/latest.json (or --output).
    while the flood drains.
 8. Scale-out (--group-quota, --group-items): several `hubcast run` in one consumer group against one
    nginx quota, items produced without keys (kcat: partitions unevenly loaded), no tuning flags:
-   1, 2 and 3 instances started together; 3 with one stopped by SIGTERM halfway (seconds until the
-   others reach 0.9× the quota); 2 with a third added halfway (throttled around the join). Combined
-   goodput ÷ quota, over the run and its last half, % throttled, each instance's share of the
-   sends, items sent twice. --group-latency-ms has a delaying upstream answer each send the quota
+   1, 2 and 3 instances started together; 3 with the one holding the most items stopped by SIGTERM
+   halfway (seconds until the others reach 0.9× the quota, the quota's share over the 10 s after);
+   2 with a third added halfway (throttled around the join). Combined goodput ÷ quota, over the run
+   and its last half, % throttled, each instance's share of the sends, items sent twice. --group-latency-ms has a delaying upstream answer each send the quota
    lets through that much later (a real hub's round trip); --group-cases picks the runs.
 
 Sends/s and every quota figure are what the sink saw, from nginx's access log ($msec $status), the
@@ -580,8 +580,8 @@ def produce_unkeyed(broker, items, work):
 
 def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=False):
     """`instances` hubcast runs in one group against the quota at `port`. event: "stop" sends SIGTERM
-    to the first instance halfway; "join" starts one more halfway. On Tansu with the cooperative-sticky
-    assignor (as on a real cluster) or on the dev broker."""
+    halfway to the instance with the most items left to read; "join" starts one more halfway. On Tansu
+    with the cooperative-sticky assignor (as on a real cluster) or on the dev broker."""
     broker = Tansu(programs.work) if tansu else Broker(programs.hubcast, programs.work)
     procs, outs = [], []
     try:
@@ -611,10 +611,15 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
             time.sleep(items / quota / 2)
             at = time.time()
             if event == "stop":
-                procs[0].send_signal(signal.SIGTERM)
+                # The one with the most items still to read, so that the others have its partitions'
+                # backlog to take over (items without keys spread unevenly: the first instance had
+                # often read all of its partitions by halfway, and stopping it handed nothing over).
+                lags = [last_line(out).get("lag", 0) for out in outs]
+                stopped = max(range(instances), key=lambda i: lags[i])
+                procs[stopped].send_signal(signal.SIGTERM)
                 # Until it exits, the stopped instance's own last sends count at the sink too.
                 stopped_exit = {}
-                waiter = threading.Thread(target=lambda: (procs[0].wait(), stopped_exit.setdefault("at", time.time())), daemon=True)
+                waiter = threading.Thread(target=lambda: (procs[stopped].wait(), stopped_exit.setdefault("at", time.time())), daemon=True)
                 waiter.start()
             else:
                 start(instances)
@@ -654,7 +659,14 @@ def group_run(programs, nginx, port, quota, items, instances, event=None, tansu=
             # (a rebalance may leave them idle after its drain carried the first second).
             exited = stopped_exit.get("at")
             row["stoppedExitedAfter"] = round(exited - at, 2) if exited else None
+            row["stopped"], row["lagsAtStop"] = stopped, lags
             row["secondsToQuotaByOthers"] = at_quota(exited, 60) if exited else None
+            # A second at 0.9x is not the end of it: the stopped one's partitions reach the others
+            # only when the group has rebalanced, and until then the others may have nothing left.
+            # What the 10 s after the stop carried, and the whole seconds in it below half the quota.
+            after = [sum(1 for t in accepted if at + k <= t < at + k + 1) for k in range(10)]
+            row["quotaOver10sAfterStop"] = round(sum(after) / (10 * quota), 3)
+            row["secondsBelowHalfAfterStop"] = sum(1 for n in after if n < 0.5 * quota)
         else:
             around = [(t, st) for t, st in log if at - 5 <= t < at + 5]
             row["throttledPctAroundJoin"] = round(100 * sum(1 for _, st in around if st == 429) / max(1, len(around)), 2)
@@ -1123,7 +1135,9 @@ def print_tables(result):
             extra = ""
             if r["event"] == "stop":
                 extra = (f"; 0.9× quota {r.get('secondsToQuotaAfterStop')} s after the stop, by the others alone"
-                         f" {r.get('secondsToQuotaByOthers', '–')} s (the stopped one exited after {r.get('stoppedExitedAfter', '–')} s)")
+                         f" {r.get('secondsToQuotaByOthers', '–')} s (the stopped one exited after {r.get('stoppedExitedAfter', '–')} s);"
+                         f" over the 10 s after it {r.get('quotaOver10sAfterStop', '–')}× the quota,"
+                         f" {r.get('secondsBelowHalfAfterStop', '–')} s of them below half")
             elif r["event"] == "join":
                 extra = f"; {r.get('throttledPctAroundJoin')}% throttled ±5 s around the join"
             print(f"{label:<22}{r['goodputToQuota']:>9.2f}{r['settledToQuota']:>10.2f}{r['throttledPct']:>10.1f}%{r['sentTwice']:>12,}  "
