@@ -207,7 +207,10 @@ let package = Package(
             dependencies: ["News", "TextFormats", "TestSupport"],
             resources: [.copy("Fixtures")]
         ),
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(
+            name: "KafkaTests",
+            dependencies: ["Kafka", "TestSupport", .product(name: "InMemoryLogging", package: "swift-log")]
+        ),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(
             name: "HubEmulatorTests",

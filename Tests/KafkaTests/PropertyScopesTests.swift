@@ -1,5 +1,5 @@
+import InMemoryLogging
 import Logging
-import Synchronization
 import Testing
 
 @testable import Kafka
@@ -44,34 +44,15 @@ import Testing
         (RDKafkaClient.Role.consumer, "linger.ms", "20"),
     ])
     func aPropertyOfTheOtherKindOfClientIsNotGivenToIt(role: RDKafkaClient.Role, key: String, value: String) throws {
-        let lines = Lines()
-        let logger = Logger(label: "test") { _ in CapturingHandler(lines: lines) }
+        let logs = InMemoryLogHandler()
+        let logger = Logger(label: "test") { _ in logs }
         var properties = ["bootstrap.servers": "127.0.0.1:9", key: value]
         if role == .consumer { properties["group.id"] = "scopes" }
         let client = try RDKafkaClient(role: role, properties: properties, logger: logger)
         if role == .consumer { client.consumerClose() }
         client.destroy()
-        let warned = lines.all.withLock { $0 }.filter { $0.contains("CONFWARN") }
+        let warned = logs.entries.filter { $0.metadata["facility"] == "CONFWARN" }
+            .map { "\($0.message) \($0.metadata)" }
         #expect(warned.isEmpty, "\(warned)")
-    }
-}
-
-private final class Lines: Sendable {
-    let all = Mutex<[String]>([])
-}
-
-/// Keeps every line logged at warning or above, with its metadata.
-private struct CapturingHandler: LogHandler {
-    let lines: Lines
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .warning
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        lines.all.withLock { $0.append("\(event.message) \(event.metadata ?? [:])") }
     }
 }

@@ -440,20 +440,23 @@ final class RDKafkaClient: @unchecked Sendable {
             commitOnRevoke(offsets)
             if cooperative {
                 check(rd_kafka_incremental_unassign(handle, list), "incremental unassign")
-                partitionQueues?.release(Set(partitions))
-                startOffsets.withLock { starts in for partition in partitions { starts[partition] = nil } }
+                forget(Set(partitions))
             } else {
                 check(rd_kafka_assign(handle, nil), "unassign")
-                partitionQueues?.release(nil)
-                startOffsets.withLock { $0 = [:] }
+                forget(nil)
             }
         default:
             callbacks.logger.warning("Rebalance failed", metadata: ["error": "\(KafkaError.rdKafka(err))"])
             commitOnRevoke(callbacks.onRebalance?(.revoke, partitions) ?? [])
             check(rd_kafka_assign(handle, nil), "unassign after a failed rebalance")
-            partitionQueues?.release(nil)
-            startOffsets.withLock { $0 = [:] }
+            forget(nil)
         }
+    }
+
+    /// What is kept for assigned partitions, of these (nil: all of them) once they are unassigned.
+    private func forget(_ partitions: Set<TopicPartition>?) {
+        partitionQueues?.release(partitions)
+        startOffsets.withLock { starts in starts = starts.filter { !(partitions?.contains($0.key) ?? true) } }
     }
 
     /// One round trip to the group's coordinator per assignment, on the poll thread (as the commit
