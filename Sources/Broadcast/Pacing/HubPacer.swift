@@ -37,6 +37,8 @@ import Kafka
 ///   us. Every send waits the `Retry-After`, and the rate is cut.
 /// - Sends throttled that were started before the last cut do not cut again: they speak of the
 ///   rate that was already cut.
+/// - After a quiet spell of the whole hub, sending resumes at the rate last tried, not at what the
+///   rate grew to untried meanwhile (`resumeAfterQuiet`).
 ///
 /// Several instances sending to one hub share its quota (`Group`): the rate learnt is the hub's,
 /// measured from what every instance had accepted, and this instance sends its share of it.
@@ -337,6 +339,9 @@ public struct HubPacer: Sendable, Equatable {
     /// again at `nextTokenAt`).
     public mutating func take(now: Duration) -> Int? {
         guard now >= pausedUntil else { return nil }
+        // Asked before `advance`, which may decide a pause's cut or turn the cubic into doubling:
+        // either starts a rate now, and neither is one that grew untried.
+        let grewUntried = grewWhileQuiet(now: now)
         advance(now: now)
         if spellStart == nil { spellStart = now }
         if let rate = rate(now: now) {
@@ -344,7 +349,10 @@ public struct HubPacer: Sendable, Equatable {
             guard tokens >= 1 else { return nil }
             tokens -= 1
         }
-        if lastTakenAt.map({ now - $0 > configuration.quietGap }) ?? true { busySince = now }
+        if lastTakenAt.map({ now - $0 > configuration.quietGap }) ?? true {
+            busySince = now
+            if grewUntried { resumeAfterQuiet(now: now) }
+        }
         lastTakenAt = now
         taken.add(now: now)
         if current.startedAt == nil {
@@ -442,6 +450,32 @@ public struct HubPacer: Sendable, Equatable {
         // Else sending again for less than a second after a pause: the seconds measured, this
         // instance's and the others' (who paused too, likely), still hold it; decided at a later
         // report.
+    }
+
+    /// Sending again after a quiet spell of the whole hub (this instance's, and the others sent
+    /// next to nothing): the rate grew untried meanwhile, up to the cap on untried rates, past the
+    /// quota when the estimate was right. Sent at that, the first second is throttled, and its cut
+    /// is measured from a second still climbing: instances that waited 6 s for a leaver's
+    /// partitions (a rebalance) held 0.81x of the quota over the 5 s after (`SharedQuotaTests`).
+    /// As TCP's CUBIC does after idle, the rate resumes where it was tried: the level of the last
+    /// estimate, or the most the hub has taken in a second since if higher, up to the estimate
+    /// (a burst's first milliseconds measure rates the hub never took over a second). Only when
+    /// the others were quiet too: beside a busy one, its sends tried the rate.
+    private mutating func resumeAfterQuiet(now: Duration) {
+        let ceiling = lastCeiling ?? 0
+        let tried = max(ceiling * configuration.plateau, min(ceiling, provenRate))
+        guard let learnt = hubRate(now: now), learnt > tried, group.othersTaken < 0.1 * tried else { return }
+        hold(tried, now: now)
+    }
+
+    /// This instance sends again after a quiet spell, and the rate it paces at was decided before
+    /// the spell began: it grew through the spell.
+    private func grewWhileQuiet(now: Duration) -> Bool {
+        guard let last = lastTakenAt, now - last > configuration.quietGap, decrease == nil else { return false }
+        switch mode {
+        case .recovering(_, let since), .probing(_, let since): return since < last
+        case .unpaced, .fixed: return false
+        }
     }
 
     /// Paces at `rate` from now as if it had recovered to it, probing on from there soon.
