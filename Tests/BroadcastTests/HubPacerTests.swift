@@ -157,6 +157,30 @@ struct PacerSimulation {
         #expect(after >= 0.9 * 5000, "15 s after the storm: \(after)/s")
     }
 
+    @Test func aRateDoublingBeforeAQuietSpellDoublesOnAfterIt() {
+        // The first sends throttled with none accepted (a cold start's burst: the rate halved,
+        // probing upward by doubling), a second of nothing, then a hub that accepts everything:
+        // the rate resumed as a level to hold stayed at 550/s (2,773 sends over the last 5 s of
+        // 20); doubling on, it finds the room there is.
+        var pacer = HubPacer()
+        for ms in 0..<30 {
+            if let epoch = pacer.take(now: .milliseconds(ms)) {
+                pacer.throttled(epoch: epoch, retryAfter: .seconds(1), now: .milliseconds(ms) + .microseconds(500))
+            }
+        }
+        var taken: [Duration] = []
+        var now = Duration.milliseconds(1000)
+        while now < .seconds(21) {
+            if let epoch = pacer.take(now: now) {
+                taken.append(now)
+                pacer.accepted(epoch: epoch, now: now + .microseconds(500))
+            }
+            now += .milliseconds(1)
+        }
+        let lastFive = taken.count { $0 >= .seconds(16) }
+        #expect(lastFive >= 5_000, "sends over the last 5 s: \(lastFive), the rate \(pacer.hubRate(now: now) ?? 0)")
+    }
+
     @Test func aStormOfRefusalsDoesNotSlowTheAcceptedHalf() async {
         // Half of all sends refused for 15 s on a hub with no quota in reach: the other half
         // goes at full speed, and the refused ones wait their Retry-After.

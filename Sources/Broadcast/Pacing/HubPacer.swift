@@ -234,6 +234,7 @@ public struct HubPacer: Sendable, Equatable {
         var mode: Mode
         var lastCeiling: Double?
         var provenRate: Double
+        var provenSecond: Double
         var probingSpan: Duration
         var learntUnheard: Bool
     }
@@ -282,6 +283,8 @@ public struct HubPacer: Sendable, Equatable {
     /// second (`provenRate` divides a burst's first milliseconds by their length: a bound for
     /// untried rates, but 2,500-4,700 a second at a quota of 1,000, simulated).
     private var provenSecond = 0.0
+    /// When the rate was last decided (a cut, or a pause's).
+    private var decidedAt: Duration = .zero
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
@@ -348,6 +351,8 @@ public struct HubPacer: Sendable, Equatable {
         // cubic turned into doubling): a rate that grew through the quiet spell would then look
         // freshly decided.
         let grewUntried = grewWhileQuiet(now: now)
+        var wasDoubling = false
+        if case .probing = mode { wasDoubling = true }
         advance(now: now)
         if spellStart == nil { spellStart = now }
         if let rate = rate(now: now) {
@@ -357,7 +362,7 @@ public struct HubPacer: Sendable, Equatable {
         }
         if lastTakenAt.map({ now - $0 > configuration.quietGap }) ?? true {
             busySince = now
-            if grewUntried { resumeAfterQuiet(now: now) }
+            if grewUntried { resumeAfterQuiet(now: now, doubling: wasDoubling) }
         }
         lastTakenAt = now
         taken.add(now: now)
@@ -468,30 +473,41 @@ public struct HubPacer: Sendable, Equatable {
     /// an idle spell, where the curve stood at the last send: that rate too had mostly grown
     /// untried (the group sent below it as backlogs ran dry), and resumed at 1.00-1.02x of the
     /// quota, the hand-over's first second was throttled again (0.84-0.91x over the 5 s after).
-    /// A rate doubling because the quota rose falls back to the estimate too, and climbs again
-    /// only over a long enough burst. Beside a busy instance the rate was tried: left as it is.
-    private mutating func resumeAfterQuiet(now: Duration) {
+    /// A rate that was doubling (the quota rose, or the estimate is a lower bound) doubles on from
+    /// there. Beside a busy instance the rate was tried: left as it is.
+    private mutating func resumeAfterQuiet(now: Duration, doubling: Bool) {
         let c = configuration
         guard let ceiling = lastCeiling else { return }
         let tried = max(ceiling * c.plateau, min(ceiling, provenSecond))
         guard tried >= c.minRate, group.othersTaken < 0.1 * tried, let learnt = hubRate(now: now), learnt > tried,
             mode != .unpaced, mode != .fixed
         else { return }
-        // Probing on from there as if recovered to it (further along the curve from the
-        // estimate, it was throttled within the hand-over's first second again: 0.84x over the 5
-        // s after). The estimate, and how soon a rate past it is probed, are kept: raised at every
-        // resume, the estimate would climb on a hub's burst allowance. (Doubling now, the curve
-        // grew into it untried.)
-        mode = .recovering(ceiling: tried / c.plateau, since: now - c.recovery)
-        // A cut still judged when the spell began stays: the sends that were to judge it never
-        // came, and a sporadic verdict now would return to the rate before it.
-        judging = nil
+        if doubling {
+            // Doubling when the spell began (the estimate is a lower bound: an unreliable cut's,
+            // or the quota rose): it doubles on from there. Held as a level, a cold start's
+            // halved estimate stayed at 550/s for a hub with room for 5,000 (`HubPacerTests`).
+            mode = .probing(from: tried, since: now)
+        } else {
+            // Probing on from there as if recovered to it (further along the curve from the
+            // estimate, it was throttled within the hand-over's first second again: 0.84x over
+            // the 5 s after). The estimate, and how soon a rate past it is probed, are kept:
+            // raised at every resume, the estimate would climb on a hub's burst allowance.
+            // (Doubling now, the curve grew into it untried.)
+            mode = .recovering(ceiling: tried / c.plateau, since: now - c.recovery)
+        }
+        // A cut still judged when the spell began is judged on (bursts shorter than a judgement
+        // would otherwise never learn a sporadic share), but a sporadic verdict returns here, not
+        // to the rate before the cut, which grew untried since.
+        judging?.mode = mode
     }
 
     /// This instance sends again after a quiet spell, and the rate it paces at was decided before
-    /// the spell began: it grew through the spell.
+    /// the spell began: it grew through the spell. A gap its own pacing explains (two tokens'
+    /// time or less at the rate of the last send: a rate cut to a few a second) is no quiet
+    /// spell: resumed at each such send, a rate probing upward from a low estimate stayed there.
     private func grewWhileQuiet(now: Duration) -> Bool {
         guard let last = lastTakenAt, now - last > configuration.quietGap, decrease == nil else { return false }
+        guard let paced = rate(now: last), paced > 0, now - last > .seconds(2 / paced) else { return false }
         switch mode {
         case .recovering(_, let since), .probing(_, let since): return since < last
         case .unpaced, .fixed: return false
@@ -511,7 +527,10 @@ public struct HubPacer: Sendable, Equatable {
         spellAccepted += weight
         if lastCeiling != nil {
             provenRate = max(provenRate, acceptedPerSecond(now: now))
-            provenSecond = max(provenSecond, accepted.total(now: now) + group.othersAccepted)
+            // From a whole second after the decision: the second before it was the throttled one.
+            if now >= decidedAt + .seconds(1) {
+                provenSecond = max(provenSecond, accepted.total(now: now) + group.othersAccepted)
+            }
         }
         count(sendEpoch, throttled: false)
         guard sendEpoch == epoch else { return }
@@ -639,6 +658,7 @@ public struct HubPacer: Sendable, Equatable {
             mode = before.mode
             lastCeiling = before.lastCeiling
             provenRate = before.provenRate
+            provenSecond = before.provenSecond
             probingSpan = before.probingSpan
             learntUnheard = before.learntUnheard
             judging = nil
@@ -811,6 +831,7 @@ public struct HubPacer: Sendable, Equatable {
         }
         provenRate = 0
         provenSecond = 0
+        decidedAt = since
     }
 
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
@@ -820,6 +841,7 @@ public struct HubPacer: Sendable, Equatable {
                 mode: mode,
                 lastCeiling: lastCeiling,
                 provenRate: provenRate,
+                provenSecond: provenSecond,
                 probingSpan: probingSpan,
                 learntUnheard: learntUnheard
             )
