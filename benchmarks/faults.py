@@ -1015,7 +1015,6 @@ def s15_rebalance_churn(s):
         s.produce([item(15, n) for n in range(batch * 10_000, (batch + 1) * 10_000)], name=f"batch{batch}")
     # as Tests/IntegrationTests/MultiInstanceTests.swift runs them against Tansu
     extra = ["--commit-interval-ms", "1000", "--retry-base-ms", "10", "--retry-max-ms", "200",
-             "--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=1000",
              "--kafka-property", f"partition.assignment.strategy={CHURN_ASSIGNOR}"]
     group = "faults-churn"
     started = time.time()

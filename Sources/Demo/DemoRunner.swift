@@ -73,12 +73,11 @@ public struct DemoRunner: Sendable {
         var pipelineConfig = PipelineConfiguration(categories: categories)
         pipelineConfig.concurrency = configuration.concurrency
         pipelineConfig.stopWhenIdle = .seconds(2)
-        var consumerConfig = PipelineService.consumerConfiguration(
+        let consumerConfig = PipelineService.consumerConfiguration(
             kafka: kafka,
             groupID: "hubcast-demo",
             configuration: pipelineConfig
         )
-        consumerConfig.sessionTimeoutMs = 6000
         let consumer = try KafkaConsumer(configuration: consumerConfig, logger: logger)
         let pipelineMetrics = PipelineMetrics(categories: categories.names)
         let sender = PipelineService.sender(

@@ -340,7 +340,6 @@ final class MultiInstanceHarness: Sendable {
                 "--commit-interval-ms", String(MultiInstanceTests.commitIntervalMs),
                 "--metrics-interval", "1", "--exit-when-idle", String(idle), "--retry-base-ms", "10", "--retry-max-ms",
                 "200",
-                "--kafka-property", "session.timeout.ms=6000", "--kafka-property", "heartbeat.interval.ms=1000",
             ]
             + (batchSize.map { ["--batch-size", String($0)] } ?? []) + extra
         process.environment = ProcessInfo.processInfo.environment

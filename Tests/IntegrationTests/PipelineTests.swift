@@ -240,7 +240,7 @@ import TextFormats
         let run = try h.startRun(
             [
                 "--concurrency", "8", "--request-timeout", "1", "--max-attempts", "2", "--batch-size", "50",
-                "--kafka-property", "max.poll.interval.ms=10000", "--kafka-property", "session.timeout.ms=6000",
+                "--kafka-property", "max.poll.interval.ms=10000",
             ],
             exitWhenIdle: nil
         )

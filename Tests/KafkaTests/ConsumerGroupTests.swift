@@ -357,4 +357,22 @@ import Testing
         #expect(rendered["fetch.min.bytes"] == "7")
         #expect(rendered["group.id"] == "g")
     }
+
+    @Test func theHeartbeatFollowsASessionTimeoutPassedThroughBelowThreeOfIt() {
+        func rendered(_ passed: [String: String]) -> (session: String?, heartbeat: String?) {
+            var config = KafkaConsumerConfiguration(
+                kafka: KafkaConfiguration(bootstrapServers: "127.0.0.1:1"),
+                groupID: "g",
+                topics: ["t"]
+            )
+            config.kafka.properties = passed
+            let p = config.librdkafkaProperties
+            return (p["session.timeout.ms"], p["heartbeat.interval.ms"])
+        }
+        #expect(rendered([:]) == ("6000", "1000"))
+        #expect(rendered(["session.timeout.ms": "45000"]) == ("45000", "1000"))
+        #expect(rendered(["session.timeout.ms": "1500"]) == ("1500", "500"))
+        #expect(rendered(["session.timeout.ms": "1500", "heartbeat.interval.ms": "1200"]) == ("1500", "1200"))
+        #expect(rendered(["heartbeat.interval.ms": "3000"]) == ("6000", "3000"))
+    }
 }

@@ -19,7 +19,6 @@ public enum KafkaTestKit {
             groupID: group,
             topics: topics
         )
-        config.sessionTimeoutMs = 6000
         // Quicker group joins on the mock cluster; real clusters keep their defaults.
         config.kafka.properties["topic.metadata.refresh.interval.ms"] = "1000"
         return config

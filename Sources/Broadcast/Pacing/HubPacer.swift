@@ -131,7 +131,8 @@ public struct HubPacer: Sendable, Equatable {
         /// more sends accepted a second than this paced instance (nil: none such). An instance
         /// that never heard a throttle starts there rather than cold, one probing upward goes on
         /// from there if it is higher (the busiest reached it without a throttle), and so does
-        /// one that learnt its rate before it heard the others.
+        /// one that learnt its rate before it heard the others; one that sends nothing takes
+        /// it if lower (`followBusiest`).
         public var othersRate: Double?
         /// The others' reports behind these figures were all written after this (by this
         /// instance's clock: when each was heard, less the exchange's latency as this instance's
@@ -283,8 +284,11 @@ public struct HubPacer: Sendable, Equatable {
     /// second (`provenRate` divides a burst's first milliseconds by their length: a bound for
     /// untried rates, but 2,500-4,700 a second at a quota of 1,000, simulated).
     private var provenSecond = 0.0
-    /// When the rate was last decided (a cut, or a pause's).
+    /// When the rate was last decided (a cut, a pause's, or the busiest's followed).
     private var decidedAt: Duration = .zero
+    /// The rate was last taken from the busiest instance's, while this one sent next to nothing:
+    /// any growth since is untried (`followBusiest`).
+    private var followed = false
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
@@ -350,9 +354,7 @@ public struct HubPacer: Sendable, Equatable {
         // Asked before `advance`, which may restart the mode at `now` (a pause's cut decided, the
         // cubic turned into doubling): a rate that grew through the quiet spell would then look
         // freshly decided.
-        let grewUntried = grewWhileQuiet(now: now)
-        var wasDoubling = false
-        if case .probing = mode { wasDoubling = true }
+        let grewIn = modeGrownWhileQuiet(now: now)
         advance(now: now)
         if spellStart == nil { spellStart = now }
         if let rate = rate(now: now) {
@@ -362,7 +364,8 @@ public struct HubPacer: Sendable, Equatable {
         }
         if lastTakenAt.map({ now - $0 > configuration.quietGap }) ?? true {
             busySince = now
-            if grewUntried { resumeAfterQuiet(now: now, doubling: wasDoubling) }
+            if let grewIn { resumeAfterQuiet(now: now, grewIn: grewIn) }
+            followed = false
         }
         lastTakenAt = now
         taken.add(now: now)
@@ -412,7 +415,7 @@ public struct HubPacer: Sendable, Equatable {
         if let pending = remeasure { measureAgain(pending, now: now) }
         if learntUnheard { decideRateLearntUnheard(now: now) }
         if group.known { everKnown = true }
-        guard let rate = group.othersRate, rate > 0 else { return }
+        guard let rate = group.othersRate, rate > 0, !followBusiest(rate, now: now) else { return }
         switch mode {
         case .unpaced where configuration.maxRate == nil:
             hold(rate, now: now)
@@ -428,6 +431,41 @@ public struct HubPacer: Sendable, Equatable {
         default:
             break
         }
+    }
+
+    /// Nothing sent for a second, beside a busier instance with items waiting (`Group.othersRate`)
+    /// that paces below this one's estimate: this one's was last tried when it sent, the busiest's
+    /// is tried every second, so it is taken for this one's. An instance whose few items went out
+    /// in a cold start's first second went on doubling untried from the busiest's rate while it
+    /// had nothing to send, up to 3.6x the quota on Tansu; given a stopped instance's partitions,
+    /// it sent its share of that, was throttled, and cut from a second sent at that share
+    /// (simulated, 0.81-0.87x of the quota over the 5 s after the hand-over, 3% throttled;
+    /// `SharedQuotaTests`). Downward only, but for a rate it follows already: taken up by
+    /// instances that still sent a little, the rate of a busiest one doubling through a cold start
+    /// stormed six simulated instances (13% throttled), and held a bursty one's below what it had
+    /// learnt (0.74x of the quota used).
+    private mutating func followBusiest(_ rate: Double, now: Duration) -> Bool {
+        guard now >= pausedUntil, decrease == nil, mode != .unpaced, mode != .fixed,
+            lastTakenAt.map({ now - $0 > .seconds(1) }) ?? true,
+            let own = hubRate(now: now), own > 1.05 * rate || (followed && rate > 1.05 * own)
+        else { return false }
+        hold(rate, now: now)
+        followed = true
+        // What this instance measured belongs to the estimate it gives up. A judgement still
+        // open goes on (see `resumeAfterQuiet`), a sporadic verdict returning to this rate.
+        provenRate = 0
+        provenSecond = 0
+        decidedAt = now
+        remeasure = nil
+        learntAlone = false
+        learntUnheard = false
+        if judging != nil {
+            judging = nil
+            openJudgement()
+        }
+        // An answer to a send started at the rate given up cuts no more.
+        startEpoch(at: now)
+        return true
     }
 
     /// A rate learnt unheard, at the first report that tells who else sends to the hub. Instances
@@ -475,14 +513,13 @@ public struct HubPacer: Sendable, Equatable {
     /// quota, the hand-over's first second was throttled again (0.84-0.91x over the 5 s after).
     /// A rate that was doubling (the quota rose, or the estimate is a lower bound) doubles on from
     /// there. Beside a busy instance the rate was tried: left as it is.
-    private mutating func resumeAfterQuiet(now: Duration, doubling: Bool) {
+    private mutating func resumeAfterQuiet(now: Duration, grewIn: Mode) {
         let c = configuration
         guard let ceiling = lastCeiling else { return }
         let tried = max(ceiling * c.plateau, min(ceiling, provenSecond))
-        guard tried >= c.minRate, group.othersTaken < 0.1 * tried, let learnt = hubRate(now: now), learnt > tried,
-            mode != .unpaced, mode != .fixed
+        guard tried >= c.minRate, group.othersTaken < 0.1 * tried, let learnt = hubRate(now: now), learnt > tried
         else { return }
-        if doubling {
+        if case .probing = grewIn {
             // Doubling when the spell began (the estimate is a lower bound: an unreliable cut's,
             // or the quota rose): it doubles on from there. Held as a level, a cold start's
             // halved estimate stayed at 550/s for a hub with room for 5,000 (`HubPacerTests`).
@@ -502,15 +539,16 @@ public struct HubPacer: Sendable, Equatable {
     }
 
     /// This instance sends again after a quiet spell, and the rate it paces at was decided before
-    /// the spell began: it grew through the spell. A gap its own pacing explains (two tokens'
-    /// time or less at the rate of the last send: a rate cut to a few a second) is no quiet
-    /// spell: resumed at each such send, a rate probing upward from a low estimate stayed there.
-    private func grewWhileQuiet(now: Duration) -> Bool {
-        guard let last = lastTakenAt, now - last > configuration.quietGap, decrease == nil else { return false }
-        guard let paced = rate(now: last), paced > 0, now - last > .seconds(2 / paced) else { return false }
+    /// the spell began: the mode it grew in through the spell, nil if it did not. A gap its own
+    /// pacing explains (two tokens' time or less at the rate of the last send: a rate cut to a few
+    /// a second) is no quiet spell: resumed at each such send, a rate probing upward from a low
+    /// estimate stayed there.
+    private func modeGrownWhileQuiet(now: Duration) -> Mode? {
+        guard let last = lastTakenAt, now - last > configuration.quietGap, decrease == nil else { return nil }
+        guard let paced = rate(now: last), paced > 0, now - last > .seconds(2 / paced) else { return nil }
         switch mode {
-        case .recovering(_, let since), .probing(_, let since): return since < last
-        case .unpaced, .fixed: return false
+        case .recovering(_, let since), .probing(_, let since): return since < last || followed ? mode : nil
+        case .unpaced, .fixed: return nil
         }
     }
 
@@ -832,6 +870,7 @@ public struct HubPacer: Sendable, Equatable {
         provenRate = 0
         provenSecond = 0
         decidedAt = since
+        followed = false
     }
 
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
