@@ -286,8 +286,8 @@ public struct HubPacer: Sendable, Equatable {
     private var provenSecond = 0.0
     /// When the rate was last decided (a cut, a pause's, or the busiest's followed).
     private var decidedAt: Duration = .zero
-    /// The rate was last taken from the busiest instance's, while this one sent next to nothing:
-    /// any growth since is untried (`followBusiest`).
+    /// The rate was last taken from the busiest instance's, after this one had sent nothing for a
+    /// second: any growth since is untried (`followBusiest`).
     private var followed = false
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
