@@ -450,12 +450,9 @@ public struct HubPacer: Sendable, Equatable {
             let own = hubRate(now: now), own > 1.05 * rate || (followed && rate > 1.05 * own)
         else { return false }
         hold(rate, now: now)
-        followed = true
         // What this instance measured belongs to the estimate it gives up. A judgement still
         // open goes on (see `resumeAfterQuiet`), a sporadic verdict returning to this rate.
-        provenRate = 0
-        provenSecond = 0
-        decidedAt = now
+        rateDecided(at: now, followed: true)
         remeasure = nil
         learntAlone = false
         learntUnheard = false
@@ -867,10 +864,16 @@ public struct HubPacer: Sendable, Equatable {
             lastCeiling = ceiling
             mode = .probing(from: max(c.minRate, ceiling * c.decrease), since: since)
         }
+        rateDecided(at: since, followed: false)
+    }
+
+    /// A new rate was decided at `at` (a cut, a pause's, the busiest's followed): what the hub
+    /// took at the one given up proves nothing of it.
+    private mutating func rateDecided(at: Duration, followed: Bool) {
         provenRate = 0
         provenSecond = 0
-        decidedAt = since
-        followed = false
+        decidedAt = at
+        self.followed = followed
     }
 
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
