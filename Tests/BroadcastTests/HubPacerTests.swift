@@ -242,6 +242,49 @@ struct PacerSimulation {
         #expect(afterQuiet >= 0.9 * taken, "after a minute without sends: \(afterQuiet)/s, \(taken)/s before")
     }
 
+    /// Sporadic throttling learnt (a share of 0.15, on a hub with room for 2,000 a second), then
+    /// 20 s with nothing to send beside a busier instance pacing at 1,000, whose rate this one
+    /// takes; the busiest stops, and 3.5 s later this one is handed its partitions. Its first
+    /// hundred sends, all accepted, told it the throttling was over, and it doubled from the rate
+    /// it resumed at, which was never measured under the throttling: 2,940 a second within two
+    /// seconds (on Tansu, throttled at the quota and cut to 0.7x of it, measured from a second sent
+    /// at half a share). The throttling is forgotten; the rate stays where the hub took it.
+    @Test func aRateAdoptedLongAfterSporadicThrottlingIsNotDoubledWhenItsSendsAreClean() async {
+        var sim = PacerSimulation(quota: SimulatedQuota(rate: 2000, burst: 200))
+        sim.sporadic = 0.1
+        await sim.run(until: .seconds(10))
+        var pacer = sim.pacer
+        #expect(pacer.sporadicShare > 0, "the share was learnt")
+        var now = sim.now
+        let busiest = HubPacer.Group(share: 0.01, othersAccepted: 1000, othersTaken: 1000, othersRate: 1000)
+        for _ in 0..<80 {
+            now += .milliseconds(250)
+            pacer.share(busiest, now: now)
+        }
+        for _ in 0..<14 {
+            now += .milliseconds(250)
+            pacer.share(HubPacer.Group(share: 0.5), now: now)
+        }
+        #expect((pacer.hubRate(now: now) ?? 0) > 1100, "grew untried once the busiest had gone")
+        // Every token for 2 s, each send accepted 5 ms later; alone after the first report.
+        var inFlight: Deque<(at: Duration, epoch: Int)> = []
+        var rates: [Double] = []
+        for ms in 0..<2000 {
+            while let epoch = pacer.take(now: now) { inFlight.append((now + .milliseconds(5), epoch)) }
+            while let first = inFlight.first, first.at <= now {
+                inFlight.removeFirst()
+                pacer.accepted(epoch: first.epoch, now: first.at)
+            }
+            if ms % 250 == 0 {
+                pacer.share(HubPacer.Group(), now: now)
+                rates.append(pacer.hubRate(now: now) ?? 0)
+            }
+            now += .milliseconds(1)
+        }
+        #expect(rates.allSatisfy { $0 <= 1100 }, "the hub's rate every 250 ms: \(rates)")
+        #expect(pacer.sporadicShare == 0, "the throttling is forgotten")
+    }
+
     @Test func aRateSinceAQuietGapCountsOnlyWhatFollowedIt() {
         var window = RateWindow()
         // 500 events over the first 600 ms, nothing for 300 ms, then 5 at 900 ms.

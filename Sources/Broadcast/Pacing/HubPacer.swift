@@ -32,7 +32,8 @@ import Kafka
 ///   throttled: it was a quota, and the rate stays cut. Throttled as a quota still exceeded would
 ///   be: cut again and judge again.
 /// - A hundred sends accepted in a row while a sporadic share was known: the storm is over, and a
-///   rate measured under it is too low; the rate doubles upward.
+///   rate measured under it is too low; the rate doubles upward (not one adopted since the verdict,
+///   resumed after a quiet spell or followed from the busiest instance: never measured under it).
 /// - Nearly every send of an epoch throttled (`severeShare`): the hub is refusing us, not sampling
 ///   us. Every send waits the `Retry-After`, and the rate is cut.
 /// - Sends throttled that were started before the last cut do not cut again: they speak of the
@@ -289,6 +290,9 @@ public struct HubPacer: Sendable, Equatable {
     /// The rate was last taken from the busiest instance's, after this one had sent nothing for a
     /// second: any growth since is untried (`followBusiest`).
     private var followed = false
+    /// When the rate in force was adopted rather than measured by this instance's cut: resumed
+    /// after a quiet spell, or the busiest's followed (nil: a cut's, or none yet).
+    private var adoptedAt: Duration?
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
     private var provenRate = 0.0
@@ -533,6 +537,7 @@ public struct HubPacer: Sendable, Equatable {
         // would otherwise never learn a sporadic share), but a sporadic verdict returns here, not
         // to the rate before the cut, which grew untried since.
         judging?.mode = mode
+        adoptedAt = now
     }
 
     /// This instance sends again after a quiet spell, and the rate it paces at was decided before
@@ -574,12 +579,17 @@ public struct HubPacer: Sendable, Equatable {
         // low, so look upward by doubling rather than along the half-minute curve. Any share
         // learnt, trusted or not: asking for a trusted one left a group's cut rates creeping up
         // the curve (2 of 160 random group runs throttled 19% and 40% instead of 0.2% and 1.2%).
+        // Not a rate adopted since the verdict (resumed after a quiet spell at what the hub took,
+        // or the busiest's taken while this instance sent nothing): not measured under it, and
+        // doubled from there, an instance given a stopped one's partitions half a minute after
+        // its cold start's throttles ran its rate from 1,000 a second to 2,940 within two seconds
+        // (`HubPacerTests`; on Tansu, one was throttled and cut to 0.7x of the quota for 7 s).
         if case .recovering = mode, sporadicShare > 0, current.recentAnswered >= 100,
             current.recentThrottled < 1,
             let rate = hubRate(now: now)
         {
             sporadicShare = 0
-            mode = .probing(from: rate, since: now)
+            if adoptedAt.map({ $0 < sporadicJudgedAt }) ?? true { mode = .probing(from: rate, since: now) }
         }
     }
 
@@ -874,6 +884,7 @@ public struct HubPacer: Sendable, Equatable {
         provenSecond = 0
         decidedAt = at
         self.followed = followed
+        adoptedAt = followed ? at : nil
     }
 
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
