@@ -246,16 +246,12 @@ struct PacerSimulation {
     /// 20 s with nothing to send beside a busier instance pacing at 1,000, whose rate this one
     /// takes; the busiest stops, and 3.5 s later this one is handed its partitions. Its first
     /// hundred sends, all accepted, told it the throttling was over, and it doubled from the rate
-    /// it resumed at, which was never measured under the throttling: 2,940 a second within two
-    /// seconds (on Tansu, throttled at the quota and cut to 0.7x of it, measured from a second sent
-    /// at half a share). The throttling is forgotten; the rate stays where the hub took it.
+    /// it resumed at, the busiest's, which was never sent under the throttling: 2,940 a second
+    /// within two seconds (on Tansu, past the quota, throttled, cut to 0.7x of it from a second
+    /// sent at half a share, and 7 s climbing back). The throttling is forgotten; the rate stays
+    /// where the hub took it.
     @Test func aRateAdoptedLongAfterSporadicThrottlingIsNotDoubledWhenItsSendsAreClean() async {
-        var sim = PacerSimulation(quota: SimulatedQuota(rate: 2000, burst: 200))
-        sim.sporadic = 0.1
-        await sim.run(until: .seconds(10))
-        var pacer = sim.pacer
-        #expect(pacer.sporadicShare > 0, "the share was learnt")
-        var now = sim.now
+        var (pacer, now) = await Self.pacerAfterSporadicThrottling(0.1)
         let busiest = HubPacer.Group(share: 0.01, othersAccepted: 1000, othersTaken: 1000, othersRate: 1000)
         for _ in 0..<80 {
             now += .milliseconds(250)
@@ -267,22 +263,37 @@ struct PacerSimulation {
         }
         #expect((pacer.hubRate(now: now) ?? 0) > 1100, "grew untried once the busiest had gone")
         // Every token for 2 s, each send accepted 5 ms later; alone after the first report.
-        var inFlight: Deque<(at: Duration, epoch: Int)> = []
         var rates: [Double] = []
-        for ms in 0..<2000 {
-            while let epoch = pacer.take(now: now) { inFlight.append((now + .milliseconds(5), epoch)) }
-            while let first = inFlight.first, first.at <= now {
-                inFlight.removeFirst()
-                pacer.accepted(epoch: first.epoch, now: first.at)
-            }
-            if ms % 250 == 0 {
-                pacer.share(HubPacer.Group(), now: now)
-                rates.append(pacer.hubRate(now: now) ?? 0)
-            }
-            now += .milliseconds(1)
+        now = pacer.sendAccepted(from: now, milliseconds: 2000) { pacer, ms, now in
+            guard ms % 250 == 0 else { return }
+            pacer.share(HubPacer.Group(), now: now)
+            rates.append(pacer.hubRate(now: now) ?? 0)
         }
         #expect(rates.allSatisfy { $0 <= 1100 }, "the hub's rate every 250 ms: \(rates)")
         #expect(pacer.sporadicShare == 0, "the throttling is forgotten")
+    }
+
+    /// The same rule for a rate this instance measured under the throttling: a storm (three in
+    /// ten sends refused) that ends during a quiet spell; the rate the sends after it resume at
+    /// was the storm's, and the first hundred accepted double it.
+    @Test func aRateMeasuredUnderAStormThatEndedWhileQuietIsDoubledWhenItsSendsAreClean() async {
+        var (pacer, now) = await Self.pacerAfterSporadicThrottling(0.3)
+        now += .seconds(1)
+        let resumedAt = pacer.hubRate(now: now) ?? 0
+        now = pacer.sendAccepted(from: now, milliseconds: 2000)
+        let after = pacer.hubRate(now: now) ?? 0
+        #expect(after >= 1.5 * resumedAt, "resumed at \(resumedAt)/s, 2 s later \(after)/s")
+        #expect(pacer.sporadicShare == 0, "the throttling is forgotten")
+    }
+
+    /// A pacer after 10 s on a hub with room for 2,000 a second that also refuses `share` of the
+    /// sends whatever the rate, and the time then: it has learnt the share.
+    static func pacerAfterSporadicThrottling(_ share: Double) async -> (HubPacer, Duration) {
+        var sim = PacerSimulation(quota: SimulatedQuota(rate: 2000, burst: 200))
+        sim.sporadic = share
+        await sim.run(until: .seconds(10))
+        #expect(sim.pacer.sporadicShare > 0, "the share was learnt")
+        return (sim.pacer, sim.now)
     }
 
     @Test func aRateSinceAQuietGapCountsOnlyWhatFollowedIt() {

@@ -32,8 +32,8 @@ import Kafka
 ///   throttled: it was a quota, and the rate stays cut. Throttled as a quota still exceeded would
 ///   be: cut again and judge again.
 /// - A hundred sends accepted in a row while a sporadic share was known: the storm is over, and a
-///   rate measured under it is too low; the rate doubles upward (not one adopted since the verdict,
-///   resumed after a quiet spell or followed from the busiest instance: never measured under it).
+///   rate measured under it is too low; the rate doubles upward (not another instance's rate
+///   taken since the verdict: never sent under it).
 /// - Nearly every send of an epoch throttled (`severeShare`): the hub is refusing us, not sampling
 ///   us. Every send waits the `Retry-After`, and the rate is cut.
 /// - Sends throttled that were started before the last cut do not cut again: they speak of the
@@ -290,8 +290,9 @@ public struct HubPacer: Sendable, Equatable {
     /// The rate was last taken from the busiest instance's, after this one had sent nothing for a
     /// second: any growth since is untried (`followBusiest`).
     private var followed = false
-    /// When the rate in force was adopted rather than measured by this instance's cut: resumed
-    /// after a quiet spell, or the busiest's followed (nil: a cut's, or none yet).
+    /// When the rate in force was last taken from another instance's (the busiest's, followed or
+    /// taken up) rather than measured by this instance's sends; nil after a cut. A sporadic
+    /// verdict that restores an earlier rate leaves it: the verdict is later.
     private var adoptedAt: Duration?
     /// The most accepted in a second since the rate was last decided: a rate the hub has taken,
     /// so also one that may be resumed at once after a quiet spell.
@@ -422,7 +423,7 @@ public struct HubPacer: Sendable, Equatable {
         guard let rate = group.othersRate, rate > 0, !followBusiest(rate, now: now) else { return }
         switch mode {
         case .unpaced where configuration.maxRate == nil:
-            hold(rate, now: now)
+            hold(rate, now: now, adopted: true)
             startEpoch(at: now)
         case .probing where rate > hubRate(now: now) ?? .infinity:
             mode = .probing(from: rate, since: now)
@@ -431,7 +432,7 @@ public struct HubPacer: Sendable, Equatable {
             // of the hub's traffic alone: take the busiest's rate if higher, and probe soon.
             learntAlone = false
             probingSpan = configuration.probingAfterDoubling
-            if let own = hubRate(now: now), rate > own { hold(rate, now: now) }
+            if let own = hubRate(now: now), rate > own { hold(rate, now: now, adopted: true) }
         default:
             break
         }
@@ -453,7 +454,7 @@ public struct HubPacer: Sendable, Equatable {
             lastTakenAt.map({ now - $0 > .seconds(1) }) ?? true,
             let own = hubRate(now: now), own > 1.05 * rate || (followed && rate > 1.05 * own)
         else { return false }
-        hold(rate, now: now)
+        hold(rate, now: now, adopted: true)
         // What this instance measured belongs to the estimate it gives up. A judgement still
         // open goes on (see `resumeAfterQuiet`), a sporadic verdict returning to this rate.
         rateDecided(at: now, followed: true)
@@ -493,7 +494,7 @@ public struct HubPacer: Sendable, Equatable {
         if group.othersTaken > 0, case .recovering = mode, all > own {
             learntUnheard = false
             learntAlone = false
-            hold(all, now: now)
+            hold(all, now: now, adopted: false)
         } else if now >= pausedUntil + .seconds(1) {
             learntUnheard = false
         }
@@ -537,7 +538,6 @@ public struct HubPacer: Sendable, Equatable {
         // would otherwise never learn a sporadic share), but a sporadic verdict returns here, not
         // to the rate before the cut, which grew untried since.
         judging?.mode = mode
-        adoptedAt = now
     }
 
     /// This instance sends again after a quiet spell, and the rate it paces at was decided before
@@ -555,7 +555,9 @@ public struct HubPacer: Sendable, Equatable {
     }
 
     /// Paces at `rate` from now as if it had recovered to it, probing on from there soon.
-    private mutating func hold(_ rate: Double, now: Duration) {
+    /// `adopted`: another instance's rate, not one this instance's sends measured.
+    private mutating func hold(_ rate: Double, now: Duration, adopted: Bool) {
+        adoptedAt = adopted ? now : nil
         lastCeiling = rate / configuration.plateau
         probingSpan = configuration.probingAfterDoubling
         mode = .recovering(ceiling: rate / configuration.plateau, since: now - configuration.recovery)
@@ -579,11 +581,11 @@ public struct HubPacer: Sendable, Equatable {
         // low, so look upward by doubling rather than along the half-minute curve. Any share
         // learnt, trusted or not: asking for a trusted one left a group's cut rates creeping up
         // the curve (2 of 160 random group runs throttled 19% and 40% instead of 0.2% and 1.2%).
-        // Not a rate adopted since the verdict (resumed after a quiet spell at what the hub took,
-        // or the busiest's taken while this instance sent nothing): not measured under it, and
-        // doubled from there, an instance given a stopped one's partitions half a minute after
-        // its cold start's throttles ran its rate from 1,000 a second to 2,940 within two seconds
-        // (`HubPacerTests`; on Tansu, one was throttled and cut to 0.7x of the quota for 7 s).
+        // Not another instance's rate taken since the verdict (`adoptedAt`): never sent under it.
+        // Doubled from there, an instance handed a stopped one's partitions half a minute after
+        // its cold start's throttles went past the quota within a second (`HubPacerTests`). A
+        // throttle let pass as sporadic since, alone, renews the verdict: the rate was sent
+        // under it then.
         if case .recovering = mode, sporadicShare > 0, current.recentAnswered >= 100,
             current.recentThrottled < 1,
             let rate = hubRate(now: now)
@@ -875,6 +877,7 @@ public struct HubPacer: Sendable, Equatable {
             mode = .probing(from: max(c.minRate, ceiling * c.decrease), since: since)
         }
         rateDecided(at: since, followed: false)
+        adoptedAt = nil
     }
 
     /// A new rate was decided at `at` (a cut, a pause's, the busiest's followed): what the hub
@@ -884,7 +887,6 @@ public struct HubPacer: Sendable, Equatable {
         provenSecond = 0
         decidedAt = at
         self.followed = followed
-        adoptedAt = followed ? at : nil
     }
 
     /// Remembers the rate before the first of a run of cuts, for a sporadic verdict to return to.
